@@ -1,0 +1,217 @@
+"""Fetch, format, start and stop a real single-node Apache Kafka broker (KRaft).
+
+The jars come from Maven Central through `mvn dependency:copy-dependencies` on
+`infra/kafka/pom.xml` (no other download), into a cache folder kept across runs. The
+broker runs detached; a pid file and a probe of the port make `up` idempotent.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from infra.settings import REPO_ROOT, BrokerSettings
+
+POM = REPO_ROOT / "infra" / "kafka" / "pom.xml"
+LOG4J_CONFIG = REPO_ROOT / "infra" / "kafka" / "log4j2.properties"
+
+
+class InfraError(RuntimeError):
+    """The local infrastructure cannot be brought up; the message says what to do."""
+
+
+@dataclass
+class BrokerStatus:
+    running: bool
+    bootstrap: str
+    pid: int | None
+    detail: str
+
+
+def _require(tool: str, hint: str) -> str:
+    path = shutil.which(tool)
+    if not path:
+        raise InfraError(f"`{tool}` not found on PATH: {hint}")
+    return path
+
+
+def _port_open(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours still "exists"; treat it as dead
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return True
+
+
+class KafkaBroker:
+    def __init__(self, settings: BrokerSettings | None = None):
+        self.settings = settings or BrokerSettings()
+        self.pid_file = self.settings.home / f"broker-{self.settings.port}.pid"
+        self.log_dir = self.settings.home / f"logs-{self.settings.port}"
+
+    # --- jars -------------------------------------------------------------------------
+    def fetch(self) -> Path:
+        """Resolve the broker's runtime classpath from Maven Central into the cache (once)."""
+        libs = self.settings.libs_dir
+        marker = libs / ".complete"
+        if marker.exists():
+            return libs
+        _require("java", "install a Java 17+ runtime (Debian: openjdk-17-jre-headless)")
+        mvn = _require("mvn", "install Apache Maven (Debian: maven); it resolves the Kafka jars")
+        tmp = libs.with_name(libs.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        cmd = [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
+               f"-Dkafka.version={self.settings.kafka_version}",
+               f"-DoutputDirectory={tmp}", "-DincludeScope=runtime"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise InfraError(f"mvn could not resolve Kafka {self.settings.kafka_version}:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
+        (tmp / ".complete").write_text(self.settings.kafka_version)
+        shutil.rmtree(libs, ignore_errors=True)
+        tmp.rename(libs)
+        return libs
+
+    def _java(self, main: str, *args: str, **kw) -> subprocess.CompletedProcess:
+        java = _require("java", "install a Java 17+ runtime")
+        cp = str(self.fetch() / "*")
+        return subprocess.run([java, "-cp", cp, main, *args], capture_output=True, text=True, **kw)
+
+    # --- storage ----------------------------------------------------------------------
+    def _properties(self) -> Path:
+        s = self.settings
+        s.home.mkdir(parents=True, exist_ok=True)
+        path = s.home / f"server-{s.port}.properties"
+        path.write_text("\n".join([
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.bootstrap.servers={s.host}:{s.controller}",
+            f"listeners=PLAINTEXT://{s.host}:{s.port},CONTROLLER://{s.host}:{s.controller}",
+            f"advertised.listeners=PLAINTEXT://{s.host}:{s.port}",
+            "controller.listener.names=CONTROLLER",
+            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            f"log.dirs={s.data_dir}",
+            # one node: every internal topic has a single replica
+            "offsets.topic.replication.factor=1",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "share.coordinator.state.topic.replication.factor=1",
+            "share.coordinator.state.topic.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            # topics are created as code (infra/topics.py), never implicitly by a typo
+            "auto.create.topics.enable=false",
+            "num.partitions=4",
+            "message.max.bytes=10485760",
+            "",
+        ]))
+        return path
+
+    def _format(self, props: Path) -> None:
+        if (self.settings.data_dir / "meta.properties").exists():
+            return
+        # Kafka cluster ids are 16 random bytes in url-safe base64 without padding.
+        cluster = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        proc = self._java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(props), "--standalone")
+        if proc.returncode != 0:
+            raise InfraError(f"formatting KRaft storage failed:\n{proc.stdout}{proc.stderr}")
+
+    # --- lifecycle --------------------------------------------------------------------
+    def _read_pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        return pid if _pid_alive(pid) else None
+
+    def status(self) -> BrokerStatus:
+        s = self.settings
+        pid = self._read_pid()
+        listening = _port_open(s.host, s.port)
+        if pid and listening:
+            return BrokerStatus(True, s.bootstrap, pid, "running")
+        if pid:
+            return BrokerStatus(False, s.bootstrap, pid, "starting (process alive, port not open yet)")
+        if listening:
+            return BrokerStatus(False, s.bootstrap, None, f"port {s.port} is taken by another process")
+        return BrokerStatus(False, s.bootstrap, None, "stopped")
+
+    def up(self) -> BrokerStatus:
+        """Start the broker unless ours already runs; return once it answers metadata requests."""
+        s = self.settings
+        current = self.status()
+        if current.running:
+            self._wait_ready(time.monotonic() + s.start_timeout_s)
+            return current
+        if current.pid is None and _port_open(s.host, s.port):
+            raise InfraError(f"port {s.port} on {s.host} is taken by another process; "
+                             f"stop it or set RESHAPER_KAFKA_PORT to a free port")
+        if current.pid is None and _port_open(s.host, s.controller):
+            raise InfraError(f"controller port {s.controller} is taken by another process")
+        if current.pid is None:
+            self.fetch()
+            props = self._properties()
+            self._format(props)
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            java = _require("java", "install a Java 17+ runtime")
+            cmd = [java, f"-Xmx{s.heap}", f"-Xms{s.heap}", "-XX:+UseG1GC",
+                   f"-Dlog4j2.configurationFile={LOG4J_CONFIG}", f"-Dkafka.logs.dir={self.log_dir}",
+                   "-cp", str(s.libs_dir / "*"), "kafka.Kafka", str(props)]
+            with open(self.log_dir / "stdout.log", "ab") as out:
+                proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+            self.pid_file.write_text(str(proc.pid))
+        self._wait_ready(time.monotonic() + s.start_timeout_s)
+        return self.status()
+
+    def _wait_ready(self, deadline: float) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.settings.bootstrap, "log_level": 0})
+        while time.monotonic() < deadline:
+            if self._read_pid() is None:
+                raise InfraError(f"the broker exited during start-up; see {self.log_dir}/server.log")
+            try:
+                if admin.list_topics(timeout=2).brokers:
+                    return
+            except Exception:  # not answering yet
+                pass
+            time.sleep(0.3)
+        raise InfraError(f"the broker did not answer within {self.settings.start_timeout_s}s; see {self.log_dir}")
+
+    def down(self, timeout_s: float = 30.0) -> bool:
+        """Stop our broker (SIGTERM, then SIGKILL). Returns False if none was running."""
+        pid = self._read_pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and _pid_alive(pid):
+            time.sleep(0.2)
+        if _pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    def reset(self) -> None:
+        """Stop and delete the broker's data (topics, offsets); the jars stay cached."""
+        self.down()
+        shutil.rmtree(self.settings.data_dir, ignore_errors=True)

@@ -1,0 +1,69 @@
+"""The `reshaper` command line. Each component mounts its own sub-command group here."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+
+from infra.broker import InfraError, KafkaBroker
+
+app = typer.Typer(help="reshaper: RL for code repair under weak feedback, with streamed signal reshaping.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+infra_app = typer.Typer(help="The local Apache Kafka broker (KRaft, single node).", no_args_is_help=True)
+app.add_typer(infra_app, name="infra")
+
+
+def _fail(exc: Exception) -> None:
+    typer.secho(f"error: {exc}", fg="red", err=True)
+    raise typer.Exit(1)
+
+
+@infra_app.command("up")
+def infra_up() -> None:
+    """Fetch the broker's jars (once), format KRaft storage (once), start it, create the topics."""
+    from confluent_kafka.admin import AdminClient
+
+    from infra.topics import ensure_topics, event_topics
+
+    broker = KafkaBroker()
+    t0 = time.monotonic()
+    try:
+        status = broker.up()
+        created = ensure_topics(AdminClient({"bootstrap.servers": status.bootstrap}), event_topics())
+    except InfraError as exc:
+        _fail(exc)
+    typer.echo(f"kafka {broker.settings.kafka_version} running at {status.bootstrap} (pid {status.pid}) "
+               f"in {time.monotonic() - t0:.1f}s; topics created: {', '.join(created) or 'none (all present)'}")
+
+
+@infra_app.command("down")
+def infra_down() -> None:
+    """Stop the local broker (its data stays)."""
+    typer.echo("stopped" if KafkaBroker().down() else "not running")
+
+
+@infra_app.command("reset")
+def infra_reset() -> None:
+    """Stop the local broker and delete its data (topics, committed offsets)."""
+    KafkaBroker().reset()
+    typer.echo("broker stopped and its data deleted")
+
+
+@infra_app.command("status")
+def infra_status() -> None:
+    """Is the local broker running, and do its topics match their specs?"""
+    from confluent_kafka.admin import AdminClient
+
+    from infra.topics import verify_topics, event_topics
+
+    status = KafkaBroker().status()
+    typer.echo(f"{status.bootstrap}: {status.detail}" + (f" (pid {status.pid})" if status.pid else ""))
+    if status.running:
+        problems = verify_topics(AdminClient({"bootstrap.servers": status.bootstrap}), event_topics())
+        typer.echo("topics: " + ("all match their specs" if not problems else "; ".join(problems)))
+    raise typer.Exit(0 if status.running else 3)
+
+
+if __name__ == "__main__":
+    app()
