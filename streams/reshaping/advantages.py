@@ -1,0 +1,113 @@
+"""From a group's enhanced rewards to advantages.
+
+Order of operations, for every reward R of the group:
+
+1. **normalise** — ``z = (R - centre) / (scale + eps)``:
+   - mode ``group``: centre, scale = the group's mean and population std; this *is* the
+     GRPO group advantage ``A_i = (R_i - mean_g) / std_g`` (``eps`` keeps std 0 finite);
+   - mode ``batch``: the stream-wide running mean and std (this group included);
+   - mode ``none``: ``z = R - centre`` with centre 0, no scaling.
+   *Warm-up* (modes group and batch): while the mode's std is below ``warmup_min_std`` or
+   fewer than ``warmup_min_count`` rewards were seen, the slow global mean/std
+   (``warmup_mode: global``) or the mode's centre over ``fixed_scale`` (``fixed``) is used.
+   ``relative_to_baseline`` replaces the centre by the EMA baseline, whatever the mode.
+2. **amplify** ``z`` (none | tanh | power | sign_power);
+3. **focus**: the excess above ``positive_threshold`` is multiplied by ``positive_boost``
+   and the excess below ``negative_threshold`` by ``negative_damp`` (piecewise linear,
+   so the order of the samples is kept);
+4. **clip** to ``[low, high]`` last, so that whatever came before the learner never sees
+   an advantage outside the bounds.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from streams.reshaping.config import NormalisationConfig, TransformConfig
+from streams.reshaping.stats import RunningStats
+
+
+def group_stats(rewards: Sequence[float]) -> tuple[float, float]:
+    """Mean and population std (ddof 0, so a group of one has std 0) of a group."""
+    if not rewards:
+        raise ValueError("empty group")
+    return statistics.fmean(rewards), statistics.pstdev(rewards)
+
+
+def group_advantages(rewards: Sequence[float], epsilon: float) -> list[float]:
+    """The plain GRPO advantage ``(R_i - mean_g) / (std_g + eps)``."""
+    mean, std = group_stats(rewards)
+    return [(r - mean) / (std + epsilon) for r in rewards]
+
+
+@dataclass(frozen=True)
+class Normalised:
+    values: tuple[float, ...]
+    warmup: bool
+    centre: float
+    scale: float
+    group_mean: float
+    group_std: float
+
+
+def normalise(
+    rewards: Sequence[float], global_stats: RunningStats, baseline: float, cfg: NormalisationConfig
+) -> Normalised:
+    """Step 1 above. ``global_stats`` and ``baseline`` must already include this group."""
+    group_mean, group_std = group_stats(rewards)
+    warmup = False
+    if cfg.mode == "none":
+        centre, scale = 0.0, None
+    else:
+        centre, scale = (group_mean, group_std) if cfg.mode == "group" else (global_stats.mean, global_stats.std)
+        warmup = scale < cfg.warmup_min_std or global_stats.count < cfg.warmup_min_count
+        if warmup and cfg.warmup_mode == "global":
+            centre, scale = global_stats.mean, global_stats.std
+        elif warmup:
+            scale = cfg.fixed_scale
+    if cfg.relative_to_baseline:
+        centre = baseline
+    if scale is None:
+        values = tuple(r - centre for r in rewards)
+        scale = 1.0
+    else:
+        values = tuple((r - centre) / (scale + cfg.epsilon) for r in rewards)
+    return Normalised(values, warmup, centre, scale, group_mean, group_std)
+
+
+def amplify(z: float, cfg: TransformConfig) -> float:
+    """Step 2: tanh(p z), z**p (p odd integer) or sign(z)|z|**p."""
+    p = cfg.amplification_param
+    try:
+        if cfg.amplification == "tanh":
+            return math.tanh(p * z)
+        if cfg.amplification == "power":
+            return z ** int(p)
+        if cfg.amplification == "sign_power":
+            return math.copysign(abs(z) ** p, z)
+    except OverflowError:  # a huge z under a large power: the clip bounds it anyway
+        return math.copysign(math.inf, z)
+    return z
+
+
+def focus(a: float, cfg: TransformConfig) -> float:
+    """Step 3: up-weight clearly better samples, damp very negative ones."""
+    if a > cfg.positive_threshold:
+        return cfg.positive_threshold + cfg.positive_boost * (a - cfg.positive_threshold)
+    if a < cfg.negative_threshold:
+        return cfg.negative_threshold + cfg.negative_damp * (a - cfg.negative_threshold)
+    return a
+
+
+def clip(a: float, cfg: TransformConfig) -> float:
+    """Step 4."""
+    low, high = cfg.clip
+    return min(max(a, low), high)
+
+
+def transform(z: float, cfg: TransformConfig) -> float:
+    """Steps 2-4 on one normalised reward: the advantage."""
+    return clip(focus(amplify(z, cfg), cfg), cfg)

@@ -1,0 +1,235 @@
+"""The versioned reshaping config: every rule that turns weak feedback into an advantage.
+
+A config is immutable and identified by ``config_id``, a short hash of its canonical JSON.
+The id names the output topic ``advantages.<config_id>``, so replaying the feedback log
+under a changed config writes a new advantage stream beside the old one instead of
+mixing the two. Configs are written in YAML (see ``presets/``); unknown keys and values
+out of range are refused with a ``ConfigError`` that names the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from streams.reshaping.errors import ConfigError
+
+PRESETS_DIR = Path(__file__).resolve().parent / "presets"
+CONFIG_ID_LENGTH = 12
+
+DEFAULT_HACK_PENALTIES: dict[str, float] = {
+    "bare_except": 0.5,
+    "try_except_pass": 1.0,
+    "sys_exit": 1.0,
+    "file_access": 1.0,
+    "patched_builtins": 1.0,
+    "hardcoded_output": 1.0,
+    "runaway_length": 0.5,
+    "dead_code": 0.2,
+    "high_complexity": 0.2,
+}
+
+
+class _Section(BaseModel):
+    # frozen: a config is a value (hashable, safe to share between agents);
+    # allow_inf_nan=False: a NaN knob would silently poison every advantage.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class NormalisationConfig(_Section):
+    """How the enhanced reward is centred and scaled (see ``advantages.normalise``)."""
+
+    mode: Literal["group", "batch", "none"] = Field(
+        "group",
+        description="group: (R - mean_g)/(std_g + eps) over the GRPO group, i.e. the group advantage; "
+        "batch: (R - mean)/(std + eps) with the stream-wide running statistics (this group included), "
+        "the streaming stand-in for a batch since a worker sees one group at a time; none: R unscaled.",
+    )
+    relative_to_baseline: bool = Field(
+        False, description="centre on the EMA baseline instead of the mean of the mode (scale unchanged)."
+    )
+    ema_beta: float = Field(0.9, ge=0.0, lt=1.0, description="EMA decay: b <- beta b + (1 - beta) mean_group.")
+    warmup_mode: Literal["global", "fixed"] = Field(
+        "global",
+        description="scale used while warming up: global = the slow running mean/std of all rewards seen; "
+        "fixed = the centre of the mode divided by fixed_scale.",
+    )
+    warmup_min_std: float = Field(
+        0.05, ge=0.0, description="warm up while the mode's std is below this (0 disables the test)."
+    )
+    warmup_min_count: int = Field(
+        64, ge=0, description="warm up while fewer rewards than this were seen, this group included (0 disables)."
+    )
+    fixed_scale: float = Field(1.0, gt=0.0, description="divisor of the fixed warm-up scale.")
+    epsilon: float = Field(1e-6, gt=0.0, description="added to every std before dividing, so std 0 gives 0, not NaN.")
+
+
+class WeightsConfig(_Section):
+    """Weights of the reward components and their schedule.
+
+    The linear ramp moves ``w_precision`` and ``w_style`` from their start value to their
+    ``*_end`` value over ``ramp_steps`` ticks of the clock, starting at ``ramp_start``;
+    ``w_test`` and ``w_progress`` stay constant.
+    """
+
+    w_test: float = Field(1.0, ge=0.0, description="weight of R_test (pass fraction).")
+    w_precision: float = Field(0.1, ge=0.0, description="weight of R_precision (start value under a ramp).")
+    w_style: float = Field(0.1, ge=0.0, description="weight of R_style (start value under a ramp).")
+    w_progress: float = Field(0.2, ge=0.0, description="weight of R_progress.")
+    schedule: Literal["constant", "linear"] = Field("constant", description="constant weights or a linear ramp.")
+    clock: Literal["policy_version", "step"] = Field(
+        "policy_version",
+        description="what drives the ramp: policy_version = the newest policy_version in the group (in every "
+        "event, so a replay sees the same clock); step = the step argument of reshape_group.",
+    )
+    ramp_start: int = Field(0, ge=0, description="clock value where the ramp starts.")
+    ramp_steps: int = Field(1000, ge=1, description="clock ticks from start to end weight.")
+    w_precision_end: float = Field(0.3, ge=0.0, description="w_precision at the end of the ramp.")
+    w_style_end: float = Field(0.3, ge=0.0, description="w_style at the end of the ramp.")
+
+
+class RewardsConfig(_Section):
+    """Parameters of the component rewards (see ``rewards``)."""
+
+    repeats_average: Literal["mean", "median"] = Field(
+        "mean", description="how R_test combines the pass fractions of repeated runs (median resists one flaky run)."
+    )
+    precision_lambda: float = Field(3.0, ge=0.0, description="lambda of R_precision = exp(-lambda d).")
+    precision_gate: Literal["none", "r_test"] = Field(
+        "r_test",
+        description="r_test multiplies R_precision by R_test, so an unchanged copy of the buggy code "
+        "(d = 0, tests failing) earns nothing for being close; none = plain exp(-lambda d).",
+    )
+    style_clean: float = Field(0.05, ge=0.0, description="R_style of black/flake8-clean code (small bonus).")
+    style_autofix: float = Field(0.0, description="R_style of code with only auto-fixable format issues.")
+    style_logical: float = Field(-0.2, le=0.0, description="R_style of code with logical issues (a cost).")
+    style_unparsable: float = Field(-0.5, le=0.0, description="R_style of code that does not parse (a cost).")
+    hack_penalties: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_HACK_PENALTIES),
+        description="cost subtracted from R_style once per distinct hack flag; replaces the default map.",
+    )
+    unknown_hack_penalty: float = Field(0.5, ge=0.0, description="cost of a hack flag missing from hack_penalties.")
+
+    @model_validator(mode="after")
+    def _penalties_are_costs(self) -> RewardsConfig:
+        negative = sorted(flag for flag, cost in self.hack_penalties.items() if cost < 0)
+        if negative:
+            raise ValueError(f"hack_penalties are costs and must be >= 0: {negative}")
+        return self
+
+
+class ProgressConfig(_Section):
+    """The one-time progress bonus (see ``rewards.r_progress``)."""
+
+    bonus: float = Field(0.5, ge=0.0, description="R_progress paid to a full fix of a pattern failing recently.")
+    window_kind: Literal["events", "ms"] = Field(
+        "events", description="window of the failure history: the last N outcomes, or N ms of event time."
+    )
+    window: int = Field(32, ge=1, description="window length, in outcomes or in ms depending on window_kind.")
+    min_failures: int = Field(
+        8, ge=1, description="failures since the last fix, inside the window, that make a pattern failing recently."
+    )
+
+
+class TransformConfig(_Section):
+    """Amplification, focusing and clipping of the normalised reward (see ``advantages.transform``)."""
+
+    amplification: Literal["none", "tanh", "power", "sign_power"] = Field(
+        "none",
+        description="tanh: tanh(p z); power: z**p, p an odd integer; sign_power: sign(z)|z|**p, p > 0 real "
+        "(p < 1 spreads small differences apart, p > 1 stresses large ones).",
+    )
+    amplification_param: float = Field(1.0, gt=0.0, description="p of the amplification.")
+    positive_threshold: float = Field(1.0, description="advantages above this are boosted.")
+    positive_boost: float = Field(1.0, ge=1.0, description="slope applied to the excess above positive_threshold.")
+    negative_threshold: float = Field(-2.0, description="advantages below this are damped.")
+    negative_damp: float = Field(
+        1.0, ge=0.0, le=1.0, description="slope applied to the excess below negative_threshold."
+    )
+    clip: tuple[float, float] = Field((-5.0, 5.0), description="final bounds [low, high] of the advantage.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TransformConfig:
+        low, high = self.clip
+        if not low < high:
+            raise ValueError(f"clip low must be below high, got {self.clip}")
+        if self.negative_threshold > self.positive_threshold:
+            raise ValueError("negative_threshold must not exceed positive_threshold")
+        p = self.amplification_param
+        if self.amplification == "power" and not (p == int(p) and int(p) % 2 == 1):
+            # an even or fractional power would lose the sign of z (or be complex for z < 0)
+            raise ValueError(f"power amplification needs an odd integer amplification_param, got {p}")
+        return self
+
+
+class ReshapingConfig(_Section):
+    """Every reshaping rule, versioned and content-addressed by ``config_id``."""
+
+    name: str = Field("custom", pattern=r"^[A-Za-z0-9._-]+$", description="human label, e.g. the preset name.")
+    version: int = Field(1, ge=1, description="version of this config's rules; bump it when they change.")
+    normalisation: NormalisationConfig = Field(default_factory=NormalisationConfig)
+    weights: WeightsConfig = Field(default_factory=WeightsConfig)
+    rewards: RewardsConfig = Field(default_factory=RewardsConfig)
+    progress: ProgressConfig = Field(default_factory=ProgressConfig)
+    transform: TransformConfig = Field(default_factory=TransformConfig)
+
+    def canonical_json(self) -> str:
+        """The content as JSON with sorted keys and no spaces: equal configs give equal text."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+    @cached_property
+    def config_id(self) -> str:
+        """First 12 hex digits of the sha256 of the canonical JSON (a valid Kafka topic suffix)."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:CONFIG_ID_LENGTH]
+
+    @property
+    def topic(self) -> str:
+        return f"advantages.{self.config_id}"
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        field = ".".join(str(part) for part in err["loc"]) or "<config>"
+        lines.append(f"{field}: {err['msg']}")
+    return "; ".join(lines)
+
+
+def config_from_dict(data: Any) -> ReshapingConfig:
+    """Validate a mapping (parsed YAML/JSON) into a config, or raise ``ConfigError`` naming the field."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"a reshaping config must be a mapping, got {type(data).__name__}")
+    try:
+        return ReshapingConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid reshaping config: {_describe(exc)}") from exc
+
+
+def load_config(path: str | Path) -> ReshapingConfig:
+    """Load and validate a YAML config file."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read reshaping config {path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from exc
+    try:
+        return config_from_dict(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+def load_preset(name: str) -> ReshapingConfig:
+    """Load a shipped preset by name (``raw`` or ``full``)."""
+    path = PRESETS_DIR / f"{name}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+        raise ConfigError(f"unknown preset {name!r}; known: {known}")
+    return load_config(path)

@@ -1,0 +1,290 @@
+"""The one entry point of the reshaping: a group of feedback records in, advantages out.
+
+``reshape_group`` is a pure function of (feedbacks, state, config, step): the stream and
+the replay tool call it the same way, so a replay of the feedback log from the same
+initial state reproduces the original advantage stream exactly. The members of a group
+are processed in a canonical order (``sample_index``, then ``rollout_id``), so the result
+does not depend on the order they arrived in; records come back in the input order.
+
+Steps for one group:
+
+1. validate every record (``InvalidFeedbackError`` names rollout and field);
+2. weights at the clock (the group's newest ``policy_version``, or ``step``);
+3. components per rollout; R_progress reads the failure history as it stood *before*
+   this group, so every member that fixes a failing pattern gets the bonus (equal
+   candidates get equal reward in a group-relative advantage);
+4. enhanced rewards; the global statistics and the EMA baseline take in this group;
+5. normalise, amplify, focus, clip (``advantages``);
+6. the group's outcomes enter the failure history, failures before fixes (the group is
+   one moment of the policy: if any member fixed the pattern, the pattern counts as fixed
+   as of this group).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from streams.reshaping.advantages import normalise, transform
+from streams.reshaping.config import ReshapingConfig
+from streams.reshaping.errors import InvalidFeedbackError, StateMismatchError
+from streams.reshaping.rewards import (
+    STYLE_CLASSES,
+    Components,
+    enhanced_reward,
+    r_precision,
+    r_progress,
+    r_style,
+    r_test,
+    reward_raw,
+    weights_at,
+)
+from streams.reshaping.stats import EmaBaseline, FailureHistory, RunningStats
+
+# Quantities with a global running statistic; reward_enhanced is the one that normalises.
+TRACKED = ("reward_raw", "r_test", "r_precision", "r_style", "r_progress", "reward_enhanced")
+
+ADVANTAGE_SCHEMA_VERSION = 1
+
+
+def _fresh_stats() -> dict[str, RunningStats]:
+    return {name: RunningStats() for name in TRACKED}
+
+
+@dataclass(frozen=True)
+class ReshapeState:
+    """Everything the reshaping remembers between groups.
+
+    ``config_id`` is bound by the first group; using the state with another config raises
+    ``StateMismatchError`` rather than silently blending two reshaping rules.
+    """
+
+    config_id: str = ""
+    groups: int = 0
+    stats: Mapping[str, RunningStats] = field(default_factory=_fresh_stats)
+    baseline: EmaBaseline = EmaBaseline()
+    patterns: Mapping[str, FailureHistory] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config_id": self.config_id,
+            "groups": self.groups,
+            "stats": {name: s.to_dict() for name, s in sorted(self.stats.items())},
+            "baseline": self.baseline.to_dict(),
+            "patterns": {name: h.to_dict() for name, h in sorted(self.patterns.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReshapeState:
+        stats = _fresh_stats()
+        stats.update({name: RunningStats.from_dict(s) for name, s in data["stats"].items()})
+        return cls(
+            config_id=str(data["config_id"]),
+            groups=int(data["groups"]),
+            stats=stats,
+            baseline=EmaBaseline.from_dict(data["baseline"]),
+            patterns={name: FailureHistory.from_dict(h) for name, h in data["patterns"].items()},
+        )
+
+
+# ---------------------------------------------------------------- validation
+
+_REQUIRED = (
+    "event_id", "created_at_ms", "rollout_id", "group_id", "task_id", "bug_pattern", "sample_index",
+    "group_size", "policy_version", "pass_fraction_runs", "tree_edit_distance", "style_class",
+    "prompt_token_ids", "completion_token_ids", "behaviour_logprobs", "finish_reason",
+)  # fmt: skip
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _check_unit_interval(rid: str, name: str, x: Any) -> None:
+    if not _is_number(x):
+        raise InvalidFeedbackError(rid, name, f"expected a number, got {x!r}")
+    if not math.isfinite(x):
+        raise InvalidFeedbackError(rid, name, f"not finite ({x})")
+    if not 0.0 <= x <= 1.0:
+        raise InvalidFeedbackError(rid, name, f"{x} outside [0, 1]")
+
+
+def validate_feedback(fb: Mapping[str, Any]) -> None:
+    """Refuse a record the reshaping cannot turn into a finite advantage.
+
+    Checked: the fields it reads or carries exist; pass fractions and the tree edit
+    distance are finite and in [0, 1]; behaviour logprobs are finite (the learner divides
+    by their exponent); the style class is one of ``STYLE_CLASSES``; the integers that
+    order and size the group are integers, ``group_size >= 1``; hack flags are strings.
+    """
+    rid = str(fb.get("rollout_id", "<no rollout_id>"))
+    for name in _REQUIRED:
+        if name not in fb:
+            raise InvalidFeedbackError(rid, name, "missing")
+    for name in ("created_at_ms", "sample_index", "group_size", "policy_version"):
+        if not isinstance(fb[name], int) or isinstance(fb[name], bool):
+            raise InvalidFeedbackError(rid, name, f"expected an integer, got {fb[name]!r}")
+    flags = fb.get("hack_flags", [])
+    if not isinstance(flags, (list, tuple)) or not all(isinstance(f, str) for f in flags):
+        raise InvalidFeedbackError(rid, "hack_flags", f"expected a list of strings, got {flags!r}")
+    runs = fb["pass_fraction_runs"]
+    if not isinstance(runs, (list, tuple)) or not runs:
+        raise InvalidFeedbackError(rid, "pass_fraction_runs", "needs at least one run")
+    for i, x in enumerate(runs):
+        _check_unit_interval(rid, f"pass_fraction_runs[{i}]", x)
+    _check_unit_interval(rid, "tree_edit_distance", fb["tree_edit_distance"])
+    for i, x in enumerate(fb["behaviour_logprobs"]):
+        if not _is_number(x) or not math.isfinite(x):
+            raise InvalidFeedbackError(rid, f"behaviour_logprobs[{i}]", f"not a finite number ({x!r})")
+    if fb["style_class"] not in STYLE_CLASSES:
+        raise InvalidFeedbackError(rid, "style_class", f"{fb['style_class']!r} not one of {STYLE_CLASSES}")
+    if fb["group_size"] < 1:
+        raise InvalidFeedbackError(rid, "group_size", f"must be at least 1, got {fb['group_size']}")
+
+
+def validate_group(feedbacks: Sequence[Mapping[str, Any]]) -> None:
+    """Every record valid, one group id and group size, distinct rollouts, no more than the size."""
+    if not feedbacks:
+        raise InvalidFeedbackError("<none>", "group_id", "empty group")
+    for fb in feedbacks:
+        validate_feedback(fb)
+    first = feedbacks[0]
+    seen: set[str] = set()
+    for fb in feedbacks:
+        rid = fb["rollout_id"]
+        for name in ("group_id", "group_size"):
+            if fb[name] != first[name]:
+                raise InvalidFeedbackError(rid, name, f"{fb[name]!r} differs from {first[name]!r} in the same group")
+        if rid in seen:
+            raise InvalidFeedbackError(rid, "rollout_id", "appears twice in the group")
+        seen.add(rid)
+    if len(feedbacks) > first["group_size"]:
+        raise InvalidFeedbackError(
+            first["rollout_id"], "group_size", f"{len(feedbacks)} members exceed group_size {first['group_size']}"
+        )
+
+
+# ---------------------------------------------------------------- reshaping
+
+
+def is_full_fix(fb: Mapping[str, Any]) -> bool:
+    """The evaluator names the task's own pattern as repaired and every repeat passed every test."""
+    pattern = fb["bug_pattern"]
+    return bool(pattern) and fb.get("fixed_pattern", "") == pattern and min(fb["pass_fraction_runs"]) == 1.0
+
+
+def _components(fb: Mapping[str, Any], patterns: Mapping[str, FailureHistory], cfg: ReshapingConfig) -> Components:
+    rc = cfg.rewards
+    test = r_test(fb["pass_fraction_runs"], rc.repeats_average)
+    gate = test if rc.precision_gate == "r_test" else 1.0
+    return Components(
+        r_test=test,
+        r_precision=r_precision(fb["tree_edit_distance"], rc.precision_lambda, gate),
+        r_style=r_style(fb["style_class"], fb.get("hack_flags", []), rc),
+        r_progress=r_progress(is_full_fix(fb), fb["bug_pattern"], patterns, cfg.progress, fb["created_at_ms"]),
+    )
+
+
+def _record_outcomes(
+    patterns: Mapping[str, FailureHistory], members: Sequence[Mapping[str, Any]], cfg: ReshapingConfig
+) -> dict[str, FailureHistory]:
+    updated = dict(patterns)
+    by_pattern: dict[str, list[tuple[bool, int]]] = {}
+    for fb in members:
+        if fb["bug_pattern"]:
+            by_pattern.setdefault(fb["bug_pattern"], []).append((is_full_fix(fb), fb["created_at_ms"]))
+    for pattern, outcomes in sorted(by_pattern.items()):
+        ordered = [(t, fixed) for fixed, t in sorted(outcomes, key=lambda o: o[0])]  # failures first, stable
+        history = updated.get(pattern, FailureHistory())
+        updated[pattern] = history.record(ordered, cfg.progress.window_kind, cfg.progress.window)
+    return updated
+
+
+def reshape_group(
+    feedbacks: list[dict], state: ReshapeState, cfg: ReshapingConfig, step: int
+) -> tuple[list[dict], ReshapeState]:
+    """One advantage record per feedback (input order) and the state after the group.
+
+    Records hold every field of ``schemas/advantage.avsc`` except the envelope
+    ``event_id`` and ``created_at_ms``, which the caller adds.
+    """
+    validate_group(feedbacks)
+    if state.config_id and state.config_id != cfg.config_id:
+        raise StateMismatchError(f"state belongs to config {state.config_id}, not {cfg.config_id}")
+
+    order = sorted(range(len(feedbacks)), key=lambda i: (feedbacks[i]["sample_index"], feedbacks[i]["rollout_id"]))
+    members = [feedbacks[i] for i in order]
+
+    clock = step if cfg.weights.clock == "step" else max(fb["policy_version"] for fb in members)
+    weights = weights_at(cfg.weights, clock)
+    raws = [reward_raw(fb["pass_fraction_runs"]) for fb in members]
+    components = [_components(fb, state.patterns, cfg) for fb in members]
+    enhanced = [enhanced_reward(c, weights) for c in components]
+
+    tracked = {
+        "reward_raw": raws,
+        "r_test": [c.r_test for c in components],
+        "r_precision": [c.r_precision for c in components],
+        "r_style": [c.r_style for c in components],
+        "r_progress": [c.r_progress for c in components],
+        "reward_enhanced": enhanced,
+    }
+    stats = {name: state.stats.get(name, RunningStats()).update_many(xs) for name, xs in tracked.items()}
+    baseline = state.baseline.update(statistics.fmean(enhanced), cfg.normalisation.ema_beta)
+    glob = stats["reward_enhanced"]
+    norm = normalise(enhanced, glob, baseline.value, cfg.normalisation)
+
+    size = members[0]["group_size"]
+    records_by_input: dict[int, dict] = {}
+    for pos, fb in enumerate(members):
+        c = components[pos]
+        records_by_input[order[pos]] = {
+            "schema_version": ADVANTAGE_SCHEMA_VERSION,
+            "config_id": cfg.config_id,
+            "rollout_id": fb["rollout_id"],
+            "feedback_event_id": fb["event_id"],
+            "group_id": fb["group_id"],
+            "task_id": fb["task_id"],
+            "bug_pattern": fb["bug_pattern"],
+            "sample_index": fb["sample_index"],
+            "group_size": size,
+            "group_members": len(members),
+            "group_complete": len(members) == size,
+            "policy_version": fb["policy_version"],
+            "reward_raw": raws[pos],
+            "r_test": c.r_test,
+            "r_precision": c.r_precision,
+            "r_style": c.r_style,
+            "r_progress": c.r_progress,
+            "w_test": weights.test,
+            "w_precision": weights.precision,
+            "w_style": weights.style,
+            "w_progress": weights.progress,
+            "reward_enhanced": enhanced[pos],
+            "reward_normalised": norm.values[pos],
+            "advantage": transform(norm.values[pos], cfg.transform),
+            "ema_baseline": baseline.value,
+            "global_count": glob.count,
+            "global_mean": glob.mean,
+            "global_std": glob.std,
+            "group_mean": norm.group_mean,
+            "group_std": norm.group_std,
+            "warmup": norm.warmup,
+            "hack_flags": list(fb.get("hack_flags", [])),
+            "prompt_token_ids": list(fb["prompt_token_ids"]),
+            "completion_token_ids": list(fb["completion_token_ids"]),
+            "behaviour_logprobs": list(fb["behaviour_logprobs"]),
+            "finish_reason": fb["finish_reason"],
+        }
+    new_state = replace(
+        state,
+        config_id=cfg.config_id,
+        groups=state.groups + 1,
+        stats=stats,
+        baseline=baseline,
+        patterns=_record_outcomes(state.patterns, members, cfg),
+    )
+    return [records_by_input[i] for i in range(len(feedbacks))], new_state

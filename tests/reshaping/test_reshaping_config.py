@@ -1,0 +1,159 @@
+import re
+import typing
+
+import pytest
+import yaml
+
+from streams.reshaping.config import ReshapingConfig, config_from_dict, load_config, load_preset
+from streams.reshaping.errors import ConfigError
+
+KAFKA_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+
+def test_presets_load_and_differ():
+    raw, full = load_preset("raw"), load_preset("full")
+    assert raw.name == "raw" and full.name == "full"
+    assert raw.weights.w_test == 1.0
+    assert (raw.weights.w_precision, raw.weights.w_style, raw.weights.w_progress) == (0.0, 0.0, 0.0)
+    assert raw.normalisation.mode == "group"
+    assert raw.normalisation.warmup_min_std == 0.0 and raw.normalisation.warmup_min_count == 0
+    assert raw.transform.amplification == "none"
+    assert raw.transform.positive_boost == 1.0 and raw.transform.negative_damp == 1.0
+    assert full.transform.clip == (-5.0, 5.0)
+    assert full.weights.schedule == "linear"
+    assert full.rewards.hack_penalties["try_except_pass"] == 1.0
+    assert raw.config_id != full.config_id
+    for cfg in (raw, full):
+        assert re.fullmatch(r"[0-9a-f]{12}", cfg.config_id)
+        assert KAFKA_TOPIC.match(cfg.topic) and cfg.topic == f"advantages.{cfg.config_id}"
+
+
+def test_unknown_preset_is_refused():
+    with pytest.raises(ConfigError, match="unknown preset"):
+        load_preset("nope")
+
+
+def _reverse_keys(value):
+    if isinstance(value, dict):
+        return {k: _reverse_keys(value[k]) for k in reversed(list(value))}
+    return value
+
+
+def test_config_id_stable_across_key_order_and_number_spelling(tmp_path):
+    data = load_preset("full").model_dump(mode="json")
+    reordered = _reverse_keys(data)
+    assert list(reordered) != list(data)
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(yaml.safe_dump(data, sort_keys=False))
+    b.write_text(yaml.safe_dump(reordered, sort_keys=False))
+    assert load_config(a).config_id == load_config(b).config_id == load_preset("full").config_id
+    # an integer where a float is meant is the same knob value
+    assert (
+        config_from_dict({"weights": {"w_test": 1}}).config_id
+        == config_from_dict({"weights": {"w_test": 1.0}}).config_id
+    )
+
+
+def _variants(value, annotation):
+    """Candidate different values for one knob; the first one that validates is used."""
+    choices = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return [c for c in choices if c != value]
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        return [value + 1]
+    if isinstance(value, float):
+        return [value + 0.01, value - 0.01]
+    if isinstance(value, tuple):
+        return [(value[0] - 1.0, value[1]), (value[0], value[1] + 1.0)]
+    if isinstance(value, dict):
+        return [{**value, "new_flag": 0.3}]
+    if isinstance(value, str):
+        return [value + "x"]
+    raise AssertionError(f"no variant for {value!r}")
+
+
+def _knobs(data):
+    """(path, annotation, value) of every leaf knob; sections are one level deep."""
+    for key, info in ReshapingConfig.model_fields.items():
+        if isinstance(data[key], dict):
+            for sub, sub_info in info.annotation.model_fields.items():
+                yield (key, sub), sub_info.annotation, data[key][sub]
+        else:
+            yield (key,), info.annotation, data[key]
+
+
+def _with(data, path, value):
+    if len(path) == 1:
+        return {**data, path[0]: value}
+    return {**data, path[0]: {**data[path[0]], path[1]: value}}
+
+
+def test_config_id_changes_with_every_knob():
+    base = ReshapingConfig()
+    data = base.model_dump()
+    knobs = list(_knobs(data))
+    assert len(knobs) >= 35
+    for path, annotation, value in knobs:
+        for variant in _variants(value, annotation):
+            try:
+                cfg = config_from_dict(_with(data, path, variant))
+            except ConfigError:
+                continue
+            assert cfg.config_id != base.config_id, f"{'.'.join(path)} does not change the config id"
+            break
+        else:
+            raise AssertionError(f"no valid variant of {'.'.join(path)}")
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("normalisation:\n  ema_beta: 1.5\n", "normalisation.ema_beta"),
+        ("normalisation:\n  mode: layer\n", "normalisation.mode"),
+        ("weights:\n  w_tset: 1.0\n", "weights.w_tset"),
+        ("weights:\n  w_style: -0.1\n", "weights.w_style"),
+        ("rewards:\n  style_logical: 0.3\n", "rewards.style_logical"),
+        ("rewards:\n  hack_penalties: {sys_exit: -1.0}\n", "rewards"),
+        ("progress:\n  window: 0\n", "progress.window"),
+        ("transform:\n  clip: [5, -5]\n", "transform"),
+        ("transform:\n  amplification: power\n  amplification_param: 2\n", "transform"),
+        ("transform:\n  positive_boost: .nan\n", "transform.positive_boost"),
+        ("version: 0\n", "version"),
+    ],
+)
+def test_bad_config_is_refused_with_the_field(tmp_path, text, field):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert field in str(info.value)
+
+
+def test_bad_reason_is_in_the_message(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("transform:\n  amplification: power\n  amplification_param: 2\n")
+    with pytest.raises(ConfigError, match="odd integer"):
+        load_config(path)
+
+
+def test_unparsable_yaml_and_non_mapping_are_refused(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("weights: [1, 2\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(broken)
+    listing = tmp_path / "list.yaml"
+    listing.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config(listing)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_config_is_frozen():
+    cfg = ReshapingConfig()
+    with pytest.raises(Exception):
+        cfg.version = 2  # type: ignore[misc]
+    with pytest.raises(Exception):
+        cfg.weights.w_test = 2.0  # type: ignore[misc]

@@ -1,0 +1,232 @@
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from schemas.codec import decode, encode
+from streams.reshaping import (
+    InvalidFeedbackError,
+    ReshapeState,
+    StateMismatchError,
+    config_from_dict,
+    load_preset,
+    reshape_group,
+)
+from streams.reshaping.stats import RunningStats
+from tests.reshaping.feedback_factory import make_feedback, make_group
+
+ADVANTAGE_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "advantage.avsc"
+ADVANTAGE_FIELDS = [f["name"] for f in json.loads(ADVANTAGE_SCHEMA.read_text())["fields"]]
+SQRT_0125 = math.sqrt(0.125)
+
+
+def test_raw_preset_gives_plain_group_normalised_advantages():
+    records, state = reshape_group(make_group([0.0, 0.5, 1.0, 0.5]), ReshapeState(), load_preset("raw"), step=0)
+    expected = [-0.5 / (SQRT_0125 + 1e-6), 0.0, 0.5 / (SQRT_0125 + 1e-6), 0.0]  # (R - 0.5) / (0.35355 + eps)
+    assert [r["advantage"] for r in records] == pytest.approx(expected, rel=1e-15, abs=0)
+    assert [r["reward_normalised"] for r in records] == [r["advantage"] for r in records]
+    assert [r["reward_enhanced"] for r in records] == [0.0, 0.5, 1.0, 0.5]
+    assert [r["reward_raw"] for r in records] == [0.0, 0.5, 1.0, 0.5]
+    r0 = records[0]
+    assert (r0["group_mean"], r0["group_std"]) == (0.5, SQRT_0125)
+    assert (r0["w_test"], r0["w_precision"], r0["w_style"], r0["w_progress"]) == (1.0, 0.0, 0.0, 0.0)
+    assert not r0["warmup"]
+    assert (r0["global_count"], r0["global_mean"]) == (4, 0.5)
+    assert r0["ema_baseline"] == 0.5  # the first group initialises the baseline
+    assert state.groups == 1 and state.config_id == load_preset("raw").config_id
+
+
+def test_records_have_exactly_the_advantage_fields_and_encode():
+    cfg = load_preset("full")
+    feedbacks = make_group([0.0, 1.0], hack_flags=["sys_exit"])
+    records, _ = reshape_group(feedbacks, ReshapeState(), cfg, step=3)
+    for fb, rec in zip(feedbacks, records):
+        assert set(rec) == set(ADVANTAGE_FIELDS) - {"event_id", "created_at_ms"}
+        assert rec["feedback_event_id"] == fb["event_id"] and rec["rollout_id"] == fb["rollout_id"]
+        assert rec["config_id"] == cfg.config_id and rec["hack_flags"] == ["sys_exit"]
+        assert rec["behaviour_logprobs"] == fb["behaviour_logprobs"]
+        framed = encode("Advantage", {"event_id": "e1", "created_at_ms": 5, **rec})
+        assert decode(framed)["advantage"] == pytest.approx(rec["advantage"], rel=1e-6)
+
+
+def test_group_members_and_completeness():
+    cfg = load_preset("raw")
+    partial, _ = reshape_group(make_group([0.0, 1.0, 0.5], group_size=4), ReshapeState(), cfg, step=0)
+    assert {(r["group_size"], r["group_members"], r["group_complete"]) for r in partial} == {(4, 3, False)}
+    full, _ = reshape_group(make_group([0.0, 1.0, 0.5, 0.5]), ReshapeState(), cfg, step=0)
+    assert {(r["group_members"], r["group_complete"]) for r in full} == {(4, True)}
+    single, _ = reshape_group(make_group([0.75]), ReshapeState(), cfg, step=0)
+    assert single[0]["advantage"] == 0.0 and single[0]["group_complete"]
+
+
+def test_full_preset_components_by_hand():
+    cfg = load_preset("full")  # median repeats, lambda 3, gate r_test, ramp 0.1 -> 0.3 over 200 versions
+    fb = make_feedback(0, [1.0, 1.0, 0.0], group_size=2, policy_version=100, tree_edit_distance=0.2)
+    other = make_feedback(
+        1,
+        [0.0],
+        group_size=2,
+        policy_version=100,
+        style_class="logical",
+        hack_flags=["try_except_pass", "bare_except"],
+        tree_edit_distance=0.6,
+    )
+    records, _ = reshape_group([fb, other], ReshapeState(), cfg, step=0)
+    a, b = records
+    assert a["w_precision"] == pytest.approx(0.2) and a["w_style"] == pytest.approx(0.2)  # halfway
+    assert (a["w_test"], a["w_progress"]) == (1.0, 0.2)
+    assert a["reward_raw"] == pytest.approx(2 / 3) and a["r_test"] == 1.0
+    assert a["r_precision"] == pytest.approx(math.exp(-0.6))
+    assert a["r_style"] == 0.05 and a["r_progress"] == 0.0
+    assert a["reward_enhanced"] == pytest.approx(1.0 + 0.2 * math.exp(-0.6) + 0.2 * 0.05)
+    assert b["r_precision"] == 0.0  # gated by r_test = 0
+    assert b["r_style"] == pytest.approx(-0.2 - 1.0 - 0.5)
+    assert b["reward_enhanced"] == pytest.approx(0.2 * -1.7)
+    assert a["warmup"] and a["global_count"] == 2  # far fewer than 64 rewards seen
+    assert -5.0 <= b["advantage"] < 0.0 < a["advantage"] <= 5.0
+
+
+def test_schedule_clock_policy_version_or_step():
+    ramp = {"weights": {"schedule": "linear", "ramp_steps": 10, "w_style": 0.0, "w_style_end": 1.0}}
+    by_version = config_from_dict(ramp)
+    by_step = config_from_dict({"weights": {**ramp["weights"], "clock": "step"}})
+    group = make_group([0.0, 1.0], policy_version=5)
+    assert reshape_group(group, ReshapeState(), by_version, step=0)[0][0]["w_style"] == 0.5
+    assert reshape_group(group, ReshapeState(), by_step, step=2)[0][0]["w_style"] == pytest.approx(0.2)
+
+
+def test_state_carries_global_stats_and_ema():
+    cfg = load_preset("raw")
+    _, s1 = reshape_group(make_group([0.0, 1.0], group_id="a"), ReshapeState(), cfg, step=0)
+    records, s2 = reshape_group(make_group([1.0, 1.0], group_id="b"), s1, cfg, step=1)
+    assert s2.baseline.value == pytest.approx(0.9 * 0.5 + 0.1 * 1.0)
+    assert s2.stats["reward_enhanced"] == RunningStats().update_many([0.0, 1.0, 1.0, 1.0])
+    assert records[0]["global_count"] == 4 and records[0]["global_mean"] == 0.75
+    assert records[0]["global_std"] == pytest.approx(math.sqrt(0.1875))
+    assert records[0]["advantage"] == 0.0  # zero-variance group, no warm-up in raw
+    assert s2.groups == 2
+
+
+def test_deterministic_order_independent_and_replayable_from_serialised_state():
+    cfg = load_preset("full")
+    groups = [
+        make_group([0.0, 0.25, 1.0, 0.5], group_id=f"g{k}", policy_version=k, tree_edit_distance=0.1 * k)
+        for k in range(5)
+    ]
+    state, outputs = ReshapeState(), []
+    for k, group in enumerate(groups):
+        records, state = reshape_group(group, state, cfg, step=k)
+        outputs.append(records)
+    # same inputs, same state: identical output
+    again, again_outputs = ReshapeState(), []
+    for k, group in enumerate(groups):
+        records, again = reshape_group(group, again, cfg, step=k)
+        again_outputs.append(records)
+    assert again_outputs == outputs and again == state
+    # members arriving in another order: same record per rollout, returned in input order
+    mid = ReshapeState()
+    for k in range(2):
+        _, mid = reshape_group(groups[k], mid, cfg, step=k)
+    shuffled = [groups[2][i] for i in (2, 0, 3, 1)]
+    records, after = reshape_group(shuffled, mid, cfg, step=2)
+    assert [r["rollout_id"] for r in records] == [fb["rollout_id"] for fb in shuffled]
+    assert sorted(records, key=lambda r: r["sample_index"]) == outputs[2]
+    # a state checkpointed as JSON resumes exactly
+    restored = ReshapeState.from_dict(json.loads(json.dumps(mid.to_dict())))
+    assert restored == mid
+    assert reshape_group(groups[2], restored, cfg, step=2)[0] == outputs[2]
+
+
+def _fix(i, group_id, **kw):
+    return make_feedback(i, [1.0, 1.0], group_id=group_id, fixed_pattern="off_by_one", **kw)
+
+
+def _fail(i, group_id, **kw):
+    return make_feedback(i, [0.25, 0.0], group_id=group_id, **kw)
+
+
+def test_progress_bonus_paid_once_until_failures_accumulate_again():
+    cfg = config_from_dict({"progress": {"bonus": 0.5, "window_kind": "events", "window": 10, "min_failures": 3}})
+    state = ReshapeState()
+    _, state = reshape_group([_fail(i, "a", group_size=3) for i in range(3)], state, cfg, step=0)
+    # fixer + non-fixer in one group: only the fix is paid, both fixers of a group are paid alike
+    records, state = reshape_group(
+        [_fix(0, "b", group_size=3), _fail(1, "b", group_size=3), _fix(2, "b", group_size=3)], state, cfg, step=1
+    )
+    assert [r["r_progress"] for r in records] == [0.5, 0.0, 0.5]
+    outcomes = [fixed for _, fixed in state.patterns["off_by_one"].outcomes]
+    assert outcomes == [False, False, False, False, True, True]
+    # the failure of group b was recorded before its fixes: the pattern is not failing any more
+    records, state = reshape_group([_fix(0, "c", group_size=1)], state, cfg, step=2)
+    assert records[0]["r_progress"] == 0.0
+    _, state = reshape_group([_fail(i, "d", group_size=2) for i in range(2)], state, cfg, step=3)
+    records, state = reshape_group([_fix(0, "e", group_size=1)], state, cfg, step=4)
+    assert records[0]["r_progress"] == 0.0  # only 2 failures since the last fix
+    _, state = reshape_group([_fail(0, "f", group_size=1)], state, cfg, step=5)
+    records, state = reshape_group([_fix(0, "g", group_size=1)], state, cfg, step=6)
+    assert records[0]["r_progress"] == 0.0  # the fix in e reset the count
+    _, state = reshape_group([_fail(i, "h", group_size=3) for i in range(3)], state, cfg, step=7)
+    records, _ = reshape_group([_fix(0, "i", group_size=1)], state, cfg, step=8)
+    assert records[0]["r_progress"] == 0.5
+
+
+def test_a_partial_pass_is_not_a_fix():
+    cfg = config_from_dict({"progress": {"bonus": 0.5, "window": 10, "min_failures": 1}})
+    _, state = reshape_group([_fail(0, "a", group_size=1)], ReshapeState(), cfg, step=0)
+    flaky = make_feedback(0, [1.0, 0.75], group_id="b", group_size=1, fixed_pattern="off_by_one")
+    records, _ = reshape_group([flaky], state, cfg, step=1)
+    assert records[0]["r_progress"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"pass_fraction_runs": [1.0, math.nan]}, "pass_fraction_runs[1]"),
+        ({"pass_fraction_runs": [math.inf]}, "pass_fraction_runs[0]"),
+        ({"pass_fraction_runs": [1.25]}, "pass_fraction_runs[0]"),
+        ({"pass_fraction_runs": []}, "pass_fraction_runs"),
+        ({"tree_edit_distance": math.nan}, "tree_edit_distance"),
+        ({"tree_edit_distance": -math.inf}, "tree_edit_distance"),
+        ({"tree_edit_distance": "0.2"}, "tree_edit_distance"),
+        ({"behaviour_logprobs": [-0.1, -math.inf]}, "behaviour_logprobs[1]"),
+        ({"style_class": "pretty"}, "style_class"),
+        ({"group_size": 0}, "group_size"),
+        ({"sample_index": None}, "sample_index"),
+        ({"policy_version": 1.5}, "policy_version"),
+        ({"hack_flags": "sys_exit"}, "hack_flags"),
+    ],
+)
+def test_bad_feedback_is_rejected_naming_rollout_and_field(overrides, field):
+    group = make_group([0.0, 1.0])
+    group[1].update(overrides)
+    with pytest.raises(InvalidFeedbackError) as info:
+        reshape_group(group, ReshapeState(), load_preset("full"), step=0)
+    assert info.value.field == field and info.value.rollout_id == "g1-r1"
+    assert "g1-r1" in str(info.value) and field in str(info.value)
+
+
+def test_missing_field_and_bad_groups_are_rejected():
+    cfg, state = load_preset("raw"), ReshapeState()
+    group = make_group([0.0, 1.0])
+    del group[0]["tree_edit_distance"]
+    with pytest.raises(InvalidFeedbackError, match="tree_edit_distance.*missing"):
+        reshape_group(group, state, cfg, step=0)
+    mixed = make_group([0.0, 1.0])
+    mixed[1]["group_id"] = "other"
+    with pytest.raises(InvalidFeedbackError, match="group_id"):
+        reshape_group(mixed, state, cfg, step=0)
+    twice = make_group([0.0, 1.0])
+    twice[1]["rollout_id"] = twice[0]["rollout_id"]
+    with pytest.raises(InvalidFeedbackError, match="twice"):
+        reshape_group(twice, state, cfg, step=0)
+    with pytest.raises(InvalidFeedbackError, match="exceed"):
+        reshape_group(make_group([0.0, 1.0, 1.0], group_size=2), state, cfg, step=0)
+    with pytest.raises(InvalidFeedbackError, match="empty"):
+        reshape_group([], state, cfg, step=0)
+
+
+def test_state_of_another_config_is_refused():
+    _, state = reshape_group(make_group([0.0, 1.0]), ReshapeState(), load_preset("raw"), step=0)
+    with pytest.raises(StateMismatchError):
+        reshape_group(make_group([0.0, 1.0]), state, load_preset("full"), step=1)
