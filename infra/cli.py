@@ -14,6 +14,17 @@ infra_app = typer.Typer(help="The local Apache Kafka broker (KRaft, single node)
 app.add_typer(infra_app, name="infra")
 
 
+def _mount_components() -> None:
+    """Each component owns its sub-commands; imports stay light (no torch at start-up)."""
+    from consumers.store.cli import store_app
+
+    app.add_typer(store_app, name="store", help="The ClickHouse store (chDB by default, or a server URL).")
+
+    from consumers.cli import sink
+
+    app.command("sink")(sink)
+
+
 def _fail(exc: Exception) -> None:
     typer.secho(f"error: {exc}", fg="red", err=True)
     raise typer.Exit(1)
@@ -64,6 +75,8 @@ def infra_status() -> None:
         typer.echo("topics: " + ("all match their specs" if not problems else "; ".join(problems)))
     raise typer.Exit(0 if status.running else 3)
 
+
+_mount_components()
 
 if __name__ == "__main__":
     app()
