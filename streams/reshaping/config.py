@@ -23,12 +23,18 @@ from streams.reshaping.errors import ConfigError
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 CONFIG_ID_LENGTH = 12
 
+# flag names: streams/signals/hacks.py HACK_FLAGS (a test keeps the two in step)
 DEFAULT_HACK_PENALTIES: dict[str, float] = {
-    "bare_except": 0.5,
-    "try_except_pass": 1.0,
-    "sys_exit": 1.0,
+    "catch_all_except": 0.5,
+    "except_pass": 1.0,
+    "process_exit": 1.0,
     "file_access": 1.0,
-    "patched_builtins": 1.0,
+    "builtins_patch": 1.0,
+    "process_spawn": 1.0,
+    "test_access": 1.0,
+    "harness_patch": 1.0,
+    "frame_introspection": 1.0,
+    "always_equal": 1.0,
     "hardcoded_output": 1.0,
     "runaway_length": 0.5,
     "dead_code": 0.2,

@@ -21,7 +21,7 @@ def test_presets_load_and_differ():
     assert raw.transform.positive_boost == 1.0 and raw.transform.negative_damp == 1.0
     assert full.transform.clip == (-5.0, 5.0)
     assert full.weights.schedule == "linear"
-    assert full.rewards.hack_penalties["try_except_pass"] == 1.0
+    assert full.rewards.hack_penalties["except_pass"] == 1.0
     assert raw.config_id != full.config_id
     for cfg in (raw, full):
         assert re.fullmatch(r"[0-9a-f]{12}", cfg.config_id)
@@ -115,7 +115,7 @@ def test_config_id_changes_with_every_knob():
         ("weights:\n  w_tset: 1.0\n", "weights.w_tset"),
         ("weights:\n  w_style: -0.1\n", "weights.w_style"),
         ("rewards:\n  style_logical: 0.3\n", "rewards.style_logical"),
-        ("rewards:\n  hack_penalties: {sys_exit: -1.0}\n", "rewards"),
+        ("rewards:\n  hack_penalties: {process_exit: -1.0}\n", "rewards"),
         ("progress:\n  window: 0\n", "progress.window"),
         ("transform:\n  clip: [5, -5]\n", "transform"),
         ("transform:\n  amplification: power\n  amplification_param: 2\n", "transform"),
@@ -157,3 +157,11 @@ def test_config_is_frozen():
         cfg.version = 2  # type: ignore[misc]
     with pytest.raises(Exception):
         cfg.weights.w_test = 2.0  # type: ignore[misc]
+
+
+def test_every_hack_flag_has_a_penalty_in_defaults_and_full_preset():
+    from streams.reshaping.config import DEFAULT_HACK_PENALTIES
+    from streams.signals import HACK_FLAGS
+
+    assert set(HACK_FLAGS) == set(DEFAULT_HACK_PENALTIES)
+    assert set(HACK_FLAGS) == set(load_preset("full").rewards.hack_penalties)

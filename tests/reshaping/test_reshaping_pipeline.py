@@ -39,12 +39,12 @@ def test_raw_preset_gives_plain_group_normalised_advantages():
 
 def test_records_have_exactly_the_advantage_fields_and_encode():
     cfg = load_preset("full")
-    feedbacks = make_group([0.0, 1.0], hack_flags=["sys_exit"])
+    feedbacks = make_group([0.0, 1.0], hack_flags=["process_exit"])
     records, _ = reshape_group(feedbacks, ReshapeState(), cfg, step=3)
     for fb, rec in zip(feedbacks, records):
         assert set(rec) == set(ADVANTAGE_FIELDS) - {"event_id", "created_at_ms"}
         assert rec["feedback_event_id"] == fb["event_id"] and rec["rollout_id"] == fb["rollout_id"]
-        assert rec["config_id"] == cfg.config_id and rec["hack_flags"] == ["sys_exit"]
+        assert rec["config_id"] == cfg.config_id and rec["hack_flags"] == ["process_exit"]
         assert rec["behaviour_logprobs"] == fb["behaviour_logprobs"]
         framed = encode("Advantage", {"event_id": "e1", "created_at_ms": 5, **rec})
         assert decode(framed)["advantage"] == pytest.approx(rec["advantage"], rel=1e-6)
@@ -69,7 +69,7 @@ def test_full_preset_components_by_hand():
         group_size=2,
         policy_version=100,
         style_class="logical",
-        hack_flags=["try_except_pass", "bare_except"],
+        hack_flags=["except_pass", "catch_all_except"],
         tree_edit_distance=0.6,
     )
     records, _ = reshape_group([fb, other], ReshapeState(), cfg, step=0)
@@ -194,7 +194,7 @@ def test_a_partial_pass_is_not_a_fix():
         ({"group_size": 0}, "group_size"),
         ({"sample_index": None}, "sample_index"),
         ({"policy_version": 1.5}, "policy_version"),
-        ({"hack_flags": "sys_exit"}, "hack_flags"),
+        ({"hack_flags": "process_exit"}, "hack_flags"),
     ],
 )
 def test_bad_feedback_is_rejected_naming_rollout_and_field(overrides, field):

@@ -40,12 +40,12 @@ def test_r_style_classes_and_hack_penalties():
     assert r_style("clean", [], cfg) == 0.05
     assert r_style("autofix", [], cfg) == 0.0
     assert r_style("unparsable", [], cfg) == -0.5
-    # each distinct flag counts once: -0.2 - 0.5 (bare_except) - 1.0 (sys_exit)
-    assert r_style("logical", ["bare_except", "sys_exit", "bare_except"], cfg) == pytest.approx(-1.7)
+    # each distinct flag counts once: -0.2 - 0.5 (catch_all_except) - 1.0 (process_exit)
+    assert r_style("logical", ["catch_all_except", "process_exit", "catch_all_except"], cfg) == pytest.approx(-1.7)
     # an unknown flag costs the default penalty
     assert r_style("clean", ["brand_new_hack"], cfg) == pytest.approx(0.05 - 0.5)
-    custom = RewardsConfig(hack_penalties={"sys_exit": 2.0}, unknown_hack_penalty=0.25)
-    assert r_style("autofix", ["sys_exit", "dead_code"], custom) == pytest.approx(-2.25)
+    custom = RewardsConfig(hack_penalties={"process_exit": 2.0}, unknown_hack_penalty=0.25)
+    assert r_style("autofix", ["process_exit", "dead_code"], custom) == pytest.approx(-2.25)
     with pytest.raises(ValueError, match="style_class"):
         r_style("pretty", [], cfg)
 
