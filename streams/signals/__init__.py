@@ -1,0 +1,46 @@
+"""Raw feedback signals: pure functions of (buggy code, candidate code, test outcomes).
+
+Nothing here runs candidate code; the sandbox does, and these functions read its
+outcomes and the code itself.
+"""
+
+from streams.signals.adversarial import random_inputs, rename_entry_point
+from streams.signals.bug_patterns import BUG_PATTERNS, NO_CHANGE, classify_fix
+from streams.signals.config import SignalConfig
+from streams.signals.errors import SignalInputError
+from streams.signals.hacks import (
+    HACK_FLAGS,
+    HackReport,
+    cyclomatic_complexity,
+    detect_hacks,
+    detect_hardcoded,
+)
+from streams.signals.style import STYLE_CLASSES, StyleReport, check_style
+from streams.signals.test_reward import RepeatStats, aggregate_repeats, pass_fraction
+from streams.signals.tree_distance import TreeDistance, tree_edit_distance
+from streams.signals.visible_tests import VisibleCall, parse_visible_tests
+
+__all__ = [
+    "BUG_PATTERNS",
+    "HACK_FLAGS",
+    "NO_CHANGE",
+    "STYLE_CLASSES",
+    "HackReport",
+    "RepeatStats",
+    "SignalConfig",
+    "SignalInputError",
+    "StyleReport",
+    "TreeDistance",
+    "VisibleCall",
+    "aggregate_repeats",
+    "check_style",
+    "classify_fix",
+    "cyclomatic_complexity",
+    "detect_hacks",
+    "detect_hardcoded",
+    "parse_visible_tests",
+    "pass_fraction",
+    "random_inputs",
+    "rename_entry_point",
+    "tree_edit_distance",
+]
