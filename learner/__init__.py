@@ -1,0 +1,1 @@
+"""Off-policy-corrected GRPO learner: config, loss, batching, model, trainer, checkpoints."""
