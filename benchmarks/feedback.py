@@ -1,0 +1,153 @@
+"""Feedback throughput: candidates/s through (a) a fresh python per candidate,
+(b) the sandbox pool, (c) the pool's floor (a warm sandboxed fork running an empty test).
+
+    python benchmarks/feedback.py --n 200
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from streams.sandbox import EvalRequest, SandboxConfig, SandboxPool
+
+MBPP = Path("/work/shared/data/mbpp/mbpp.jsonl")
+TASK_IDS = [2, 3, 4, 6, 7, 8, 9, 11, 12, 14]
+# Hand-picked one-token bugs; a candidate gets the first that applies to its code.
+MUTATIONS = [
+    (" < ", " <= "),
+    (" > ", " >= "),
+    (" + ", " - "),
+    (" == ", " != "),
+    ("return ", "return None or "),
+]
+
+
+def load_tasks(path: Path) -> list[dict]:
+    rows = {}
+    with path.open() as lines:
+        for line in lines:
+            row = json.loads(line)
+            rows[row["task_id"]] = row
+    return [rows[i] for i in TASK_IDS]
+
+
+def make_candidates(n: int) -> list[EvalRequest]:
+    """n candidates cycling over the tasks; every second one carries a bug."""
+    tasks = load_tasks(MBPP)
+    candidates = []
+    for i in range(n):
+        task = tasks[i % len(tasks)]
+        code = task["code"].replace("\r\n", "\n")
+        if i % 2:
+            old, new = next(((o, w) for o, w in MUTATIONS if o in code), ("", ""))
+            code = code.replace(old, new, 1) if old else code
+        candidates.append(
+            EvalRequest(
+                code=code, tests=task["test_list"], setup_code=task["test_setup_code"]
+            )
+        )
+    return candidates
+
+
+def naive_script(request: EvalRequest) -> str:
+    """The whole candidate and its tests in one program, counting passes."""
+    lines = [request.code, request.setup_code, "passed = 0"]
+    for test in request.tests:
+        lines += [
+            "try:",
+            f"    {test}",
+            "    passed += 1",
+            "except Exception:",
+            "    pass",
+        ]
+    lines.append("print(passed)")
+    return "\n".join(lines)
+
+
+def run_naive(
+    candidates: list[EvalRequest], timeout_s: float, flags: list[str]
+) -> list[int]:
+    passed = []
+    for request in candidates:
+        try:
+            done = subprocess.run(
+                [sys.executable, *flags, "-c", naive_script(request)],
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+            )
+            passed.append(
+                int(done.stdout.split()[-1])
+                if done.returncode == 0 and done.stdout
+                else 0
+            )
+        except subprocess.TimeoutExpired:
+            passed.append(0)
+    return passed
+
+
+def timed(label: str, n: int, work) -> tuple[float, object]:
+    start = time.perf_counter()
+    out = work()
+    rate = n / (time.perf_counter() - start)
+    print(f"{label:<44s} {rate:8.1f} candidates/s")
+    return rate, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=200, help="number of candidates")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="sandbox workers (and cores used)"
+    )
+    args = parser.parse_args()
+
+    candidates = make_candidates(args.n)
+    config = SandboxConfig(workers=args.workers)
+    empty = [EvalRequest(code="", tests=["assert True"])] * args.n
+    print(
+        f"{args.n} candidates from {len(TASK_IDS)} MBPP tasks, {args.workers} workers"
+    )
+
+    naive_rate, naive_passed = timed(
+        "(a) fresh `python -c` per candidate",
+        args.n,
+        lambda: run_naive(candidates, config.timeout_s, []),
+    )
+    # The same without site-packages: the fastest a fresh interpreter can be.
+    bare_rate, _ = timed(
+        "(a') fresh `python -I -S -c` per candidate",
+        args.n,
+        lambda: run_naive(candidates, config.timeout_s, ["-I", "-S"]),
+    )
+    with SandboxPool(config) as pool:
+        pool.evaluate_many(candidates[: args.workers * 2])  # warm-up
+        pool_rate, results = timed(
+            "(b) sandbox pool", args.n, lambda: pool.evaluate_many(candidates)
+        )
+        floor_rate, _ = timed(
+            "(c) floor: sandboxed fork, empty test",
+            args.n,
+            lambda: pool.evaluate_many(empty),
+        )
+
+    pool_passed = [r.tests_passed for r in results]
+    agree = sum(a == b for a, b in zip(naive_passed, pool_passed))
+    print(
+        f"pool / naive = {pool_rate / naive_rate:.1f}x (goal >= 5x); "
+        f"pool / bare interpreter = {pool_rate / bare_rate:.1f}x"
+    )
+    print(f"floor / pool = {floor_rate / pool_rate:.2f}x (goal <= 2x)")
+    print(
+        f"tests passed agree with the naive run on {agree}/{args.n} candidates; "
+        f"pass fraction {sum(r.pass_fraction for r in results) / args.n:.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

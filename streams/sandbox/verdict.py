@@ -1,0 +1,222 @@
+"""Turning what the sandbox reported into an EvalResult.
+
+The lines relayed from the child are candidate-reachable (the candidate runs in
+that process), so each is parsed with ast.literal_eval, checked for shape, and a
+test reported twice marks the result tampered and fails that test.
+"""
+
+import os
+import signal
+from typing import Any
+
+from streams.sandbox.asserts import PreparedTest, parse_value
+from streams.sandbox.models import SEVERITY, ErrorKind, EvalResult, TestResult
+
+KNOWN_CHILD_FLAGS = {"patched_builtins"}
+MESSAGE_CHARS = 300
+
+
+def sandbox_failure(
+    total: int, message: str, runtime_ms: float, flags: list[str]
+) -> EvalResult:
+    outcomes = [
+        TestResult(i, False, ErrorKind.SANDBOX, message, 0.0) for i in range(total)
+    ]
+    return EvalResult(
+        0, total, outcomes, ErrorKind.SANDBOX, message, runtime_ms, "", sorted(flags)
+    )
+
+
+def death_reason(reply: dict[str, Any], cpu_seconds: int) -> tuple[ErrorKind, str]:
+    """Why the child stopped before reporting everything."""
+    if reply["timed_out"]:
+        return (
+            ErrorKind.TIMEOUT,
+            f"wall-clock timeout after {reply['wall_ms'] / 1000:.2f} s",
+        )
+    status = reply["wait_status"]
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig == signal.SIGXCPU or (
+            sig == signal.SIGKILL and reply["cpu_s"] >= cpu_seconds - 0.05
+        ):
+            return ErrorKind.TIMEOUT, f"CPU limit of {cpu_seconds} s reached"
+        return ErrorKind.CRASH, f"killed by signal {signal.Signals(sig).name}"
+    code = os.waitstatus_to_exitcode(status)
+    return (
+        ErrorKind.CRASH,
+        f"process exited with status {code} before finishing the tests",
+    )
+
+
+class _Frames:
+    """The child's report, validated."""
+
+    def __init__(self, text: str, total: int):
+        self.load: tuple[ErrorKind, str] | None = None
+        self.results: dict[int, tuple[bool, ErrorKind, str, float, Any]] = {}
+        self.flags: set[str] = set()
+        self.fatal = ""
+        self.done = False
+        for line in text.splitlines():
+            ok, frame = parse_value(line)
+            if not (
+                ok and isinstance(frame, tuple) and frame and self._accept(frame, total)
+            ):
+                self.flags.add("results_tampered")
+
+    def _accept(self, frame: tuple, total: int) -> bool:
+        tag, rest = frame[0], frame[1:]
+        if tag == "load" and len(rest) == 3 and rest[0] in ErrorKind._value2member_map_:
+            kind = ErrorKind(rest[0])
+            if self.load is None or kind is not ErrorKind.NONE:
+                self.load = (kind, str(rest[1]))
+            return True
+        if tag == "flags":
+            self.flags |= KNOWN_CHILD_FLAGS & set(rest)
+            return True
+        if tag == "done" and not rest:
+            self.done = True
+            return True
+        if tag == "fatal" and len(rest) == 1:
+            self.fatal = str(rest[0])
+            return True
+        if (
+            tag in ("value", "pass", "fail")
+            and rest
+            and isinstance(rest[0], int)
+            and 0 <= rest[0] < total
+        ):
+            index = rest[0]
+            if index in self.results:  # a forged line beside the real one
+                self.results[index] = (
+                    False,
+                    ErrorKind.WRONG_ANSWER,
+                    "result reported twice",
+                    0.0,
+                    None,
+                )
+                return False
+            shape = {
+                "value": (str, bool, float),
+                "pass": (float,),
+                "fail": (str, str, float),
+            }[tag]
+            if len(rest) - 1 != len(shape) or not all(
+                isinstance(v, t) for v, t in zip(rest[1:], shape)
+            ):
+                return False
+            if tag == "fail" and rest[1] not in ErrorKind._value2member_map_:
+                return False
+            self.results[index] = (tag, *rest[1:])
+            return True
+        return False
+
+
+def judge(test: PreparedTest, index: int, raw: tuple) -> TestResult:
+    tag = raw[0]
+    if tag is False:  # already judged as tampered
+        return TestResult(index, False, raw[1], raw[2], 0.0)
+    if (tag == "value") != (test.kind == "expr") and tag != "fail":
+        # A split test must come back as a value; a bare "pass" for it is forged.
+        return TestResult(
+            index, False, ErrorKind.WRONG_ANSWER, "result of the wrong shape", 0.0
+        )
+    if tag == "pass":
+        return TestResult(index, True, ErrorKind.NONE, "", raw[1])
+    if tag == "fail":
+        return TestResult(
+            index, False, ErrorKind(raw[1]), raw[2][:MESSAGE_CHARS], raw[3]
+        )
+    text, truncated, runtime_ms = raw[1], raw[2], raw[3]
+    shown = text[:MESSAGE_CHARS]
+    if truncated:
+        return TestResult(
+            index,
+            False,
+            ErrorKind.WRONG_ANSWER,
+            f"value too long: {shown}...",
+            runtime_ms,
+        )
+    ok, value = parse_value(text)
+    if not ok:
+        return TestResult(
+            index,
+            False,
+            ErrorKind.WRONG_ANSWER,
+            f"got {shown}, not a literal",
+            runtime_ms,
+        )
+    try:
+        passed = bool(value == test.expected)
+    except Exception:  # literals compare without raising, but stay safe
+        passed = False
+    message = (
+        "" if passed else f"expected {test.expected!r:.{MESSAGE_CHARS}}, got {shown}"
+    )
+    return TestResult(
+        index,
+        passed,
+        ErrorKind.NONE if passed else ErrorKind.WRONG_ANSWER,
+        message,
+        runtime_ms,
+    )
+
+
+def build_result(
+    tests: list[PreparedTest],
+    reply: dict[str, Any],
+    cpu_seconds: int,
+    runtime_ms: float,
+    flags: set[str],
+) -> EvalResult:
+    total = len(tests)
+    if "error" in reply:
+        return sandbox_failure(
+            total, "sandbox error: " + str(reply["error"]), runtime_ms, list(flags)
+        )
+    frames = _Frames(reply["results"], total)
+    flags = set(flags) | frames.flags
+    if reply["output_truncated"]:
+        flags.add("output_truncated")
+    if reply["results_truncated"]:
+        flags.add("results_truncated")
+    stdout = reply["output"]
+    if frames.fatal:
+        return sandbox_failure(
+            total, "harness failed: " + frames.fatal, runtime_ms, list(flags)
+        )
+
+    if frames.load is not None and frames.load[0] is not ErrorKind.NONE:
+        kind, message = frames.load
+        outcomes = [
+            TestResult(i, False, kind, message[:MESSAGE_CHARS], 0.0)
+            for i in range(total)
+        ]
+        return EvalResult(
+            0, total, outcomes, kind, message, runtime_ms, stdout, sorted(flags)
+        )
+
+    died = None if frames.done else death_reason(reply, cpu_seconds)
+    outcomes = []
+    for index, test in enumerate(tests):
+        if index in frames.results:
+            outcome = judge(test, index, frames.results[index])
+            if outcome.message == "result of the wrong shape":
+                flags.add("results_tampered")
+            outcomes.append(outcome)
+        else:
+            kind, message = died or (ErrorKind.CRASH, "no result reported")
+            outcomes.append(TestResult(index, False, kind, message, 0.0))
+    if total == 0 and died is not None:
+        return EvalResult(0, 0, [], died[0], died[1], runtime_ms, stdout, sorted(flags))
+
+    failed = [o for o in outcomes if not o.passed]
+    kind = max(
+        (o.error_kind for o in failed), key=SEVERITY.index, default=ErrorKind.NONE
+    )
+    message = next((o.message for o in failed if o.error_kind is kind), "")
+    passed = total - len(failed)
+    return EvalResult(
+        passed, total, outcomes, kind, message, runtime_ms, stdout, sorted(flags)
+    )

@@ -1,0 +1,31 @@
+import psutil
+import pytest
+
+from streams.sandbox import EvalRequest, SandboxConfig, SandboxPool
+
+# Small budgets keep hostile cases (loops, bombs) quick.
+HOSTILE_CONFIG = SandboxConfig(
+    workers=2, timeout_s=1.5, cpu_seconds=2, memory_mb=256, max_processes=8
+)
+
+NORMAL = EvalRequest(
+    code="def add(a, b):\n    return a + b\n",
+    tests=[
+        "assert add(1, 2) == 3",
+        "assert add(-1, 1) == 0",
+        "assert add('a', 'b') == 'ab'",
+    ],
+    entry_point="add",
+)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool(HOSTILE_CONFIG) as started:
+        yield started
+
+
+@pytest.fixture
+def process_count():
+    """Counts processes below this test process (per worker: bwrap's monitor, its init, a zygote)."""
+    return lambda: len(psutil.Process().children(recursive=True))

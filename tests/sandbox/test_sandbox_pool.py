@@ -1,0 +1,197 @@
+import asyncio
+import logging
+import os
+import signal
+from pathlib import Path
+
+import psutil
+import pytest
+
+from streams.sandbox import (
+    ErrorKind,
+    EvalRequest,
+    InvalidRequest,
+    SandboxConfig,
+    SandboxPool,
+    SandboxUnavailable,
+)
+from streams.sandbox import launcher
+from tests.sandbox.conftest import NORMAL
+
+
+def square_request(n: int) -> EvalRequest:
+    # Candidate n is right on n's own test only, so each result can be told apart.
+    return EvalRequest(
+        code=f"def sq(x):\n    return x * x if x == {n} else -1\n",
+        tests=[f"assert sq({n}) == {n * n}", "assert sq(-7) == 49"],
+        entry_point="sq",
+    )
+
+
+def test_mbpp_task_with_per_test_outcomes(pool):
+    code = "def remove_Occ(s, ch):\n    return s.replace(ch, '', 1)\n"
+    tests = [
+        'assert remove_Occ("hello","l") == "heo"',
+        'assert remove_Occ("abcda","a") == "bcd"',
+        'assert remove_Occ("PHP","P") == "H"',
+    ]
+    result = pool.evaluate(
+        EvalRequest(code=code, tests=tests, entry_point="remove_Occ")
+    )
+    assert [o.passed for o in result.outcomes] == [False, False, False]
+    assert result.outcomes[0].message == "expected 'heo', got 'helo'"
+    fixed = code.replace(
+        "s.replace(ch, '', 1)", "s.replace(ch, '', 1)[::-1].replace(ch, '', 1)[::-1]"
+    )
+    result = pool.evaluate(
+        EvalRequest(code=fixed, tests=tests, entry_point="remove_Occ")
+    )
+    assert (result.tests_passed, result.tests_total, result.pass_fraction) == (
+        3,
+        3,
+        1.0,
+    )
+    assert result.error_kind is ErrorKind.NONE and result.flags == []
+
+
+def test_setup_code_and_imports(pool):
+    code = (
+        "class Pair:\n    def __init__(self, a, b):\n        self.a, self.b = a, b\n"
+        "def longest(pairs):\n    return max(p.b - p.a for p in pairs)\n"
+    )
+    request = EvalRequest(
+        code=code,
+        setup_code="pairs = [Pair(1, 4), Pair(2, 9)]",
+        imports=["import math"],
+        tests=[
+            "assert longest(pairs) == 7",
+            "assert math.isclose(longest(pairs) / 2, 3.5)",
+        ],
+    )
+    result = pool.evaluate(request)
+    assert (result.error_kind, result.tests_passed) == (ErrorKind.NONE, 2)
+
+
+def test_entry_point_may_shadow_a_builtin(pool):
+    code = "def sum(xs):\n    return 42\n"
+    shadowing = pool.evaluate(
+        EvalRequest(code=code, tests=["assert sum([1]) == 42"], entry_point="sum")
+    )
+    assert shadowing.tests_passed == 1
+    # Without being the entry point, the shadowing name is not what tests see.
+    other = pool.evaluate(
+        EvalRequest(code=code, tests=["assert sum([1]) == 42"], entry_point="f")
+    )
+    assert other.tests_passed == 0
+
+
+def test_candidate_exception_inside_a_test_is_a_crash_of_that_test(pool):
+    code = "def f(xs):\n    return xs[3]\n"
+    result = pool.evaluate(
+        EvalRequest(
+            code=code, tests=["assert f([1, 2, 3, 4]) == 4", "assert f([]) == 0"]
+        )
+    )
+    assert [o.error_kind for o in result.outcomes] == [ErrorKind.NONE, ErrorKind.CRASH]
+    assert "IndexError" in result.outcomes[1].message
+    assert result.tests_passed == 1 and result.error_kind is ErrorKind.CRASH
+
+
+def test_evaluate_many_keeps_order(pool):
+    results = pool.evaluate_many([square_request(n) for n in range(6)])
+    assert [r.outcomes[0].passed for r in results] == [True] * 6
+    assert [r.outcomes[1].message for r in results] == ["expected 49, got -1"] * 6
+    assert [r.tests_passed for r in results] == [1] * 6
+
+
+def test_aevaluate_does_not_block_the_event_loop(pool):
+    async def main():
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        task = asyncio.create_task(ticker())
+        slow = EvalRequest(
+            code="import time\ndef f():\n    time.sleep(0.3)\n    return 1\n",
+            tests=["assert f() == 1"],
+        )
+        result = await pool.aevaluate(slow)
+        task.cancel()
+        return result, ticks
+
+    result, ticks = asyncio.run(main())
+    assert result.error_kind is ErrorKind.NONE
+    assert ticks >= 5  # the loop kept running while the candidate slept
+
+
+def test_dead_zygote_is_replaced(pool):
+    zygotes = [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if "-c" in p.cmdline()
+        and launcher.BOOTSTRAP in p.cmdline()
+        and "bwrap" not in p.cmdline()[0]
+    ]
+    assert len(zygotes) == pool.config.workers
+    os.kill(zygotes[0].pid, signal.SIGKILL)
+    zygotes[0].wait(5)
+    results = [pool.evaluate(NORMAL) for _ in range(pool.config.workers * 2)]
+    assert [r.error_kind for r in results] == [ErrorKind.NONE] * len(results), results
+
+
+def test_invalid_test_is_refused(pool):
+    with pytest.raises(InvalidRequest):
+        pool.evaluate(EvalRequest(code="x = 1", tests=["assert x =="]))
+
+
+def test_not_started_pool_refuses():
+    with pytest.raises(RuntimeError, match="not started"):
+        SandboxPool().evaluate(NORMAL)
+
+
+def test_missing_bwrap_is_sandbox_unavailable(monkeypatch):
+    monkeypatch.setattr(launcher.shutil, "which", lambda name: None)
+    with pytest.raises(SandboxUnavailable, match="not installed"):
+        SandboxPool(SandboxConfig(workers=1)).start()
+
+
+def test_broken_bwrap_is_sandbox_unavailable():
+    with pytest.raises(SandboxUnavailable) as error:
+        SandboxPool(SandboxConfig(workers=1, python="/nonexistent/bin/python3")).start()
+    assert "bwrap failed" in error.value.reason
+
+
+def test_rlimits_only_is_flagged_and_logged(caplog):
+    caplog.set_level(logging.WARNING, logger="streams.sandbox.pool")
+    with SandboxPool(
+        SandboxConfig(workers=1, isolation="rlimits-only", timeout_s=1.5)
+    ) as weak:
+        ok = weak.evaluate(NORMAL)
+        looping = weak.evaluate(
+            EvalRequest(code="while True:\n    pass\n", tests=["assert f() == 1"])
+        )
+        scribble = weak.evaluate(
+            EvalRequest(
+                code="import os\nopen('scribble.txt', 'w').write('x')\nenv = sorted(os.environ)\n",
+                tests=["assert set(env) <= {'HOME', 'LANG', 'PATH', 'PWD'}"],
+            )
+        )
+    assert scribble.error_kind is ErrorKind.NONE, scribble
+    assert not (
+        Path.cwd() / "scribble.txt"
+    ).exists()  # it wrote into a scratch folder, now gone
+    assert (ok.error_kind, ok.tests_passed) == (ErrorKind.NONE, 3)
+    assert "weak_isolation" in ok.flags and "weak_isolation" in looping.flags
+    assert looping.error_kind is ErrorKind.TIMEOUT
+    assert "rlimits-only" in caplog.text
+
+
+def test_config_is_validated():
+    with pytest.raises(ValueError):
+        SandboxConfig(workers=0)
+    with pytest.raises(ValueError):
+        SandboxConfig(isolation="docker")
