@@ -1,0 +1,43 @@
+"""Shared fixtures of the learner tests: a tiny on-disk Llama and advantage records."""
+
+import pytest
+
+from learner.tiny import build_tiny_llama
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny_llama"), seed=0)
+
+
+def _make_record(
+    group_id,
+    sample_index,
+    prompt,
+    completion,
+    advantage,
+    policy_version=0,
+    finish_reason="stop",
+    group_members=2,
+    behaviour=None,
+):
+    """An advantage record with the fields the learner reads (schemas/advantage.avsc)."""
+    return {
+        "group_id": group_id,
+        "sample_index": sample_index,
+        "group_members": group_members,
+        "group_size": group_members,
+        "prompt_token_ids": list(prompt),
+        "completion_token_ids": list(completion),
+        "behaviour_logprobs": (
+            list(behaviour) if behaviour is not None else [-5.5] * len(completion)
+        ),
+        "advantage": advantage,
+        "policy_version": policy_version,
+        "finish_reason": finish_reason,
+    }
+
+
+@pytest.fixture
+def make_record():
+    return _make_record

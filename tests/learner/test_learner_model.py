@@ -1,0 +1,162 @@
+"""Model scoring and the training loop on a tiny Llama (CPU)."""
+
+import pytest
+import torch
+
+from learner.batching import collate
+from learner.config import LearnerConfig
+from learner.model import ModelLoadError, load_policy, token_logprobs
+from learner.trainer import Learner
+
+PROMPT = [5, 6, 7, 8]
+GOOD = [10, 11, 12]
+BAD = [20, 21, 22]
+
+
+def test_token_logprobs_match_unbatched_tempered_softmax(tiny_model_dir, make_record):
+    model = load_policy(tiny_model_dir, LearnerConfig())
+    rows = [([5, 6, 7], [10, 11]), ([9], [20, 21, 22, 23])]
+    mb = collate([make_record("g", i, p, c, 0.0) for i, (p, c) in enumerate(rows)])
+    with torch.no_grad():
+        logp, entropy = token_logprobs(
+            model,
+            mb.input_ids,
+            mb.attention_mask,
+            mb.completion_start,
+            temperature=0.7,
+            with_entropy=True,
+        )
+        assert logp.shape == (2, 4)
+        for i, (prompt, completion) in enumerate(rows):
+            ids = torch.tensor([prompt + completion])
+            tempered = torch.log_softmax(model(input_ids=ids).logits[0] / 0.7, dim=-1)
+            for j, token in enumerate(completion):
+                dist = tempered[len(prompt) + j - 1]
+                assert logp[i, j].item() == pytest.approx(dist[token].item(), abs=1e-5)
+                assert entropy[i, j].item() == pytest.approx(
+                    -(dist.exp() * dist).sum().item(), abs=1e-5
+                )
+
+
+def test_missing_model_dir_is_a_typed_error(tmp_path):
+    with pytest.raises(ModelLoadError):
+        load_policy(tmp_path / "nowhere", LearnerConfig())
+
+
+def group_records(learner, policy_version=0):
+    """One group: the same prompt, a favoured and a disfavoured completion, with the
+    behaviour log-probs of the learner's current policy (on-policy sampling)."""
+    records = []
+    for i, (completion, advantage) in enumerate([(GOOD, 1.0), (BAD, -1.0)]):
+        records.append({
+            "group_id": "g", "sample_index": i, "group_members": 2, "prompt_token_ids": PROMPT,
+            "completion_token_ids": completion, "behaviour_logprobs": [0.0] * 3, "advantage": advantage,
+            "policy_version": policy_version, "finish_reason": "stop",
+        })  # fmt: skip
+    mb = collate(records)
+    with torch.no_grad():
+        logp = token_logprobs(
+            learner.model, mb.input_ids, mb.attention_mask, mb.completion_start, 1.0
+        )
+    for r, row in zip(records, logp):
+        r["behaviour_logprobs"] = row.tolist()
+    return records
+
+
+def sequence_logprob(learner, completion):
+    mb = collate([{"group_id": "x", "prompt_token_ids": PROMPT, "completion_token_ids": completion,
+                   "behaviour_logprobs": [0.0] * len(completion), "advantage": 0.0, "policy_version": 0,
+                   "finish_reason": "stop"}])  # fmt: skip
+    with torch.no_grad():
+        return (
+            token_logprobs(
+                learner.model, mb.input_ids, mb.attention_mask, mb.completion_start, 1.0
+            )
+            .sum()
+            .item()
+        )
+
+
+@pytest.mark.parametrize("use_lora", [True, False])
+def test_tiny_model_learns_the_favoured_completion(tiny_model_dir, use_lora):
+    cfg = LearnerConfig(
+        learning_rate=3e-2 if use_lora else 3e-3, use_lora=use_lora, groups_per_step=1
+    )
+    learner = Learner(cfg, tiny_model_dir, device="cpu")
+    good0, bad0 = sequence_logprob(learner, GOOD), sequence_logprob(learner, BAD)
+    for _ in range(10):
+        metrics = learner.step(group_records(learner))
+        assert (
+            metrics.loss.clip_low_frac == 0
+            and metrics.loss.is_weight_mean == pytest.approx(1.0, abs=1e-5)
+        )
+    assert sequence_logprob(learner, GOOD) > good0 + 1.0
+    assert sequence_logprob(learner, BAD) < bad0 - 0.5
+    assert metrics.step == 10 and metrics.num_tokens == 6 and metrics.grad_norm > 0
+
+
+def test_beta_zero_makes_no_reference_pass(tiny_model_dir, monkeypatch):
+    calls = []
+    for beta in (0.0, 0.1):
+        learner = Learner(
+            LearnerConfig(beta=beta, learning_rate=1e-2), tiny_model_dir, device="cpu"
+        )
+        original = learner.model.disable_adapter
+
+        def counting_disable_adapter(original=original):
+            calls.append(beta)
+            return original()
+
+        monkeypatch.setattr(learner.model, "disable_adapter", counting_disable_adapter)
+        learner.step(group_records(learner))
+        learner.step(group_records(learner))
+    assert 0.0 not in calls
+    assert calls.count(0.1) == 2  # one reference pass per micro-batch per step
+
+
+def test_kl_to_reference_grows_from_zero(tiny_model_dir):
+    learner = Learner(
+        LearnerConfig(beta=0.1, learning_rate=3e-2), tiny_model_dir, device="cpu"
+    )
+    first = learner.step(group_records(learner))
+    assert first.loss.kl_ref == pytest.approx(
+        0.0, abs=1e-6
+    )  # LoRA starts at the base model
+    for _ in range(3):
+        last = learner.step(group_records(learner))
+    assert last.loss.kl_ref > 1e-4 and last.loss.kl_loss == pytest.approx(
+        0.1 * last.loss.kl_ref, rel=1e-4
+    )
+
+
+def test_decoupled_iterations_recompute_old_policy(tiny_model_dir):
+    cfg = LearnerConfig(
+        num_iterations=3, learning_rate=5e-2, epsilon=0.01, epsilon_high=0.01
+    )
+    learner = Learner(cfg, tiny_model_dir, device="cpu")
+    metrics = learner.step(group_records(learner))
+    assert metrics.step == 3
+    # by the third pass the policy has moved past the tight clip on some tokens
+    assert metrics.loss.clip_high_frac + metrics.loss.clip_low_frac > 0
+
+
+def test_stale_batch_trains_nothing(tiny_model_dir):
+    learner = Learner(LearnerConfig(max_policy_lag=1), tiny_model_dir, device="cpu")
+    learner.policy_version = 5
+    metrics = learner.step(group_records(learner, policy_version=3))
+    assert metrics.dropped_stale == 2 and metrics.loss is None and metrics.step == 0
+    assert metrics.as_values()["lag/2"] == 2.0
+
+
+def test_bypass_clips_against_the_behaviour_policy(tiny_model_dir):
+    learner = Learner(LearnerConfig(anchor="bypass"), tiny_model_dir, device="cpu")
+    records = group_records(learner)
+    records = [r for r in records if r["advantage"] > 0]  # only the favoured completion
+    # mu gave these tokens far less mass than the learner does: ratio >> 1 + epsilon_high
+    records[0]["behaviour_logprobs"] = [
+        lp - 3.0 for lp in records[0]["behaviour_logprobs"]
+    ]
+    metrics = learner.step(records)
+    assert metrics.loss.clip_high_frac == 1.0
+    assert metrics.loss.is_weight_mean == 1.0
+    assert metrics.grad_norm == 0.0  # every token clipped: no gradient
