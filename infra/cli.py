@@ -24,6 +24,10 @@ def _mount_components() -> None:
 
     app.command("sink")(sink)
 
+    from learner.cli import learn
+
+    app.command("learn")(learn)
+
 
 def _fail(exc: Exception) -> None:
     typer.secho(f"error: {exc}", fg="red", err=True)

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -175,3 +176,39 @@ class EventConsumer:
             self._dead_letters.flush()
         finally:
             self._consumer.close()
+
+
+def read_topic(topic: str, bootstrap: str | None = None, codec: Codec = CODEC, timeout_s: float = 60.0) -> list[ConsumedEvent]:
+    """Every decodable record of a topic, from the beginning to its current end (tools, tests,
+    reports). Reads by assignment, so it joins no group and commits nothing."""
+    consumer = Consumer(consumer_config(f"reader-{time.time_ns()}", bootstrap, **{"enable.partition.eof": False}))
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {}
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            if high > low:
+                ends[p] = high
+        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+        events: list[ConsumedEvent] = []
+        position = {p: 0 for p in ends}
+        deadline = time.monotonic() + timeout_s
+        while any(position[p] < ends[p] for p in ends):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic}: read {sum(position.values())} of {sum(ends.values())} records")
+            for msg in consumer.consume(5000, 0.5):
+                if msg.error():
+                    continue
+                position[msg.partition()] = msg.offset() + 1
+                if msg.offset() >= ends[msg.partition()]:
+                    continue
+                try:
+                    record = codec.decode(msg.value())
+                    payload = codec.writer_name(msg.value())
+                except DecodeError:
+                    continue
+                events.append(ConsumedEvent(msg.topic(), msg.partition(), msg.offset(), msg.key(),
+                                            msg.timestamp()[1], payload, record))
+        return events
+    finally:
+        consumer.close()
