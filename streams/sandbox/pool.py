@@ -261,8 +261,10 @@ class SandboxPool:
             # Only the side to evaluate: expected values stay here.
             "tests": [{"kind": t.kind, "source": t.source} for t in tests],
             "timeout_s": timeout_s,
-            # The candidate's own top level and each test get an equal share.
-            "phase_timeout_s": timeout_s / (len(tests) + 1),
+            # Each phase (the candidate's top level, each test) may use half the budget:
+            # one hanging test still leaves time to report the others, while a slow but
+            # correct test is not cut to a sliver of the budget.
+            "phase_timeout_s": timeout_s / 2,
             "limits": limits,
         }
 

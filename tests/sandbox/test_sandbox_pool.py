@@ -195,3 +195,18 @@ def test_config_is_validated():
         SandboxConfig(workers=0)
     with pytest.raises(ValueError):
         SandboxConfig(isolation="docker")
+
+
+def test_builtin_subclasses_compare_as_their_base_and_custom_eq_is_ignored():
+    from streams.sandbox import EvalRequest, SandboxConfig, SandboxPool
+
+    code = ("from collections import Counter, namedtuple, defaultdict\nP = namedtuple('P', 'a b')\n"
+            "def f(s):\n    return Counter(s)\ndef g():\n    return P(1, 2)\n"
+            "def h():\n    d = defaultdict(list)\n    d['a'].append(1)\n    return d\n"
+            "class AlwaysEqual(int):\n    def __eq__(self, other):\n        return True\n"
+            "def cheat():\n    return AlwaysEqual(5)\n")
+    tests = ["assert f('aab') == {'a': 2, 'b': 1}", "assert g() == (1, 2)", "assert h() == {'a': [1]}",
+             "assert cheat() == 7", "assert cheat() == 5"]
+    with SandboxPool(SandboxConfig(workers=1)) as pool:
+        result = pool.evaluate(EvalRequest(code=code, tests=tests))
+    assert [o.passed for o in result.outcomes] == [True, True, True, False, True]
