@@ -20,6 +20,10 @@ def _mount_components() -> None:
 
     app.add_typer(store_app, name="store", help="The ClickHouse store (chDB by default, or a server URL).")
 
+    from producers.corpus.cli import tasks_app
+
+    app.add_typer(tasks_app, name="tasks")
+
     from consumers.cli import sink
 
     app.command("sink")(sink)

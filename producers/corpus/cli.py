@@ -88,3 +88,17 @@ def show(
             console.print(escape(task["description"].strip().splitlines()[0]))
         console.print(Syntax(bug_diff(task), "diff", theme="ansi_dark"))
         console.print(escape(f"{len(task['tests'])} hidden tests, e.g. {task['tests'][0]}"))
+
+
+@tasks_app.command()
+def publish(
+    path: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="tasks JSONL written by `build`")],
+    split: Annotated[Optional[list[str]], typer.Option(help="only these splits (repeatable); default: all")] = None,
+    bootstrap: Annotated[Optional[str], typer.Option(help="Kafka bootstrap servers; default: the local broker")] = None,
+) -> None:
+    """Publish tasks to the `tasks` topic, keyed by task_id."""
+    from producers.task_publisher import publish_tasks
+
+    tasks = [t for t in read_tasks(path) if not split or t["split"] in split]
+    delivered = publish_tasks(tasks, bootstrap)
+    Console().print(f"published {delivered} tasks to 'tasks'")
