@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -31,6 +33,19 @@ def _mount_components() -> None:
     from learner.cli import learn
 
     app.command("learn")(learn)
+
+    from producers.generator.cli import generate
+
+    app.command("generate")(generate)
+
+    from consumers.drift.cli import drift
+
+    app.command("drift")(drift)
+
+    from streams.cli import replay, worker
+
+    app.command("worker")(worker)
+    app.command("replay")(replay)
 
 
 def _fail(exc: Exception) -> None:
@@ -82,6 +97,28 @@ def infra_status() -> None:
         problems = verify_topics(AdminClient({"bootstrap.servers": status.bootstrap}), event_topics())
         typer.echo("topics: " + ("all match their specs" if not problems else "; ".join(problems)))
     raise typer.Exit(0 if status.running else 3)
+
+
+@app.command("run")
+def run(config: Optional[Path] = typer.Option(None, "--config", exists=True, dir_okay=False, help="RunConfig YAML"),
+        name: Optional[str] = typer.Option(None, help="run name (folder runs/<name>)"),
+        steps: Optional[int] = typer.Option(None, help="learner steps"),
+        model: Optional[str] = typer.Option(None, help="smollm2 | tiny | a local HF model directory"),
+        reshaping: Optional[str] = typer.Option(None, help="reshaping preset (raw, full) or YAML"),
+        resume: bool = typer.Option(False, "--resume", help="continue the run of that name where it stopped")) -> None:
+    """The whole loop on one machine: broker, corpus, generator, Faust worker, learner, sink, report."""
+    from infra.orchestrator import Orchestrator, RunError
+    from infra.run_config import load_run_config
+
+    cfg = load_run_config(config, name=name, steps=steps, model=model, reshaping=reshaping)
+    if resume and config is None and name:  # resume with the config the run recorded
+        recorded = cfg.run_dir / "run.yaml"
+        if recorded.exists():
+            cfg = load_run_config(recorded, steps=steps)
+    try:
+        Orchestrator(cfg, resume=resume).run()
+    except RunError as exc:
+        _fail(exc)
 
 
 _mount_components()

@@ -1,0 +1,302 @@
+"""`reshaper run`: the whole loop on one machine, each component its own process.
+
+    broker up -> model -> corpus -> tasks published -> worker, generator, learner, sink
+    -> learner reaches its steps -> generator stopped -> worker drains -> sink drains
+    -> report folder (configs, metrics CSV, plots, summary)
+
+Components talk only through Kafka, exactly as on many machines; this module only starts
+them with their config files, watches progress on the `metrics` topic, and shuts them
+down in the order that loses nothing (each consumer's lag is zero before it stops).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from infra.broker import InfraError, KafkaBroker
+from infra.run_config import RunConfig
+from infra.settings import home_dir
+from infra.topics import advantages_topic, ensure_topics, event_topics
+
+
+class RunError(RuntimeError):
+    """The run cannot start or a component failed; the message says which and where its log is."""
+
+
+@dataclass
+class Component:
+    name: str
+    args: list[str]
+    log: Path
+    proc: subprocess.Popen | None = None
+
+    def start(self, env: dict) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        out = open(self.log, "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "infra.cli", *self.args], stdout=out,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout_s: float = 60.0) -> int | None:
+        if not self.alive():
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def tail(self, n: int = 30) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+def group_lag(bootstrap: str, group: str, topics: list[str]) -> int:
+    """Records on `topics` not yet committed by consumer `group` (a group that never
+    committed counts everything)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        lag = 0
+        for topic in topics:
+            meta = consumer.list_topics(topic, timeout=10).topics[topic]
+            tps = [TopicPartition(topic, p) for p in meta.partitions]
+            committed = consumer.committed(tps, timeout=10)
+            for tp in committed:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)
+                start = tp.offset if tp.offset >= 0 else low
+                lag += max(high - start, 0)
+        return lag
+    finally:
+        consumer.close()
+
+
+@dataclass
+class Progress:
+    learner_step: int = 0
+    policy_version: int = 0
+    reward_raw: float = float("nan")
+    reward_reshaped: float = float("nan")
+    groups: int = 0
+    lag: float = 0.0
+    history: list[dict] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (f"step {self.learner_step} | policy v{self.policy_version} | groups {self.groups} | "
+                f"pass rate {self.reward_raw:.3f} | reshaped {self.reward_reshaped:+.3f} | lag {self.lag:.1f}")
+
+
+class MetricsTail:
+    """Follows `metrics` from its current end, folding what it sees into a Progress."""
+
+    def __init__(self, bootstrap: str, config_id: str):
+        from schemas.codec import CODEC
+
+        self._codec = CODEC
+        self.config_id = config_id
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"run-tail-{time.time_ns()}",
+                                  "enable.auto.commit": False, "auto.offset.reset": "latest"})
+        self.consumer.subscribe(["metrics"])
+        self.progress = Progress()
+
+    def poll(self) -> Progress:
+        for msg in self.consumer.consume(500, 0.2):
+            if msg.error():
+                continue
+            try:
+                m = self._codec.decode(msg.value())
+            except Exception:
+                continue
+            v, p = m["values"], self.progress
+            if m["source"] == "learner" and m["config_id"] == self.config_id:
+                p.learner_step, p.policy_version = m["step"], int(v.get("policy_version", 0))
+                p.lag = v.get("lag_mean", p.lag)
+                p.history.append({"step": m["step"], **v})
+            elif m["source"] == "generator":
+                p.groups = int(v.get("groups", p.groups))
+            elif m["source"] == "reshape" and m["config_id"] in ("", self.config_id):
+                p.reward_raw = v.get("raw_mean", p.reward_raw)
+                p.reward_reshaped = v.get("reshaped_mean", p.reward_reshaped)
+        return self.progress
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class Orchestrator:
+    def __init__(self, cfg: RunConfig, resume: bool = False):
+        self.cfg = cfg
+        self.dir = cfg.run_dir
+        if self.dir.exists() and not resume and any(self.dir.iterdir()):
+            raise RunError(f"{self.dir} exists: continue it with --resume, or pick another --name")
+        if resume and not (self.dir / "run.yaml").exists():
+            raise RunError(f"nothing to resume at {self.dir}")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.components: list[Component] = []
+
+    # --- preparation ------------------------------------------------------------------
+    def bootstrap(self) -> str:
+        if self.cfg.bootstrap:
+            return self.cfg.bootstrap
+        try:
+            return KafkaBroker().up().bootstrap
+        except InfraError as exc:
+            raise RunError(str(exc)) from exc
+
+    def model_dir(self) -> Path:
+        from producers.generator.model_store import build_tiny_model, cached_smollm2, init_model
+
+        if self.cfg.model == "smollm2":
+            return cached_smollm2()
+        if self.cfg.model == "tiny":
+            out = home_dir() / "models" / "tiny-llama"
+            if not (out / "config.json").exists():
+                build_tiny_model(out, tokenizer_from=cached_smollm2())
+            return out
+        return init_model(home_dir() / "models" / Path(self.cfg.model).name, source=self.cfg.model)
+
+    def corpus(self) -> Path:
+        from producers.corpus import CorpusBuildConfig, cached_build
+
+        return cached_build(CorpusBuildConfig(seed=self.cfg.seed, max_functions=self.cfg.max_functions))
+
+    def reshaping(self):
+        from streams.reshaping.config import load_config, load_preset
+
+        path = Path(self.cfg.reshaping)
+        return load_config(path) if path.suffix in (".yaml", ".yml") else load_preset(self.cfg.reshaping)
+
+    def write_configs(self, model_dir: Path, reshaping) -> dict[str, Path]:
+        from learner.config import LearnerConfig
+        from learner.service import LearnRunConfig
+        from producers.generator.config import GeneratorConfig
+        from producers.generator.service import GenerateRunConfig
+
+        c, d = self.cfg, self.dir
+        files = {"run": d / "run.yaml", "reshaping": d / "reshaping.yaml", "generator": d / "generator.yaml",
+                 "learner": d / "learner.yaml"}
+        files["run"].write_text(yaml.safe_dump(c.model_dump(mode="json"), sort_keys=False))
+        files["reshaping"].write_text(yaml.safe_dump(json.loads(reshaping.canonical_json()), sort_keys=False))
+        gen = GenerateRunConfig(
+            generator=GeneratorConfig(model_dir=model_dir, group_size=c.group_size, temperature=c.temperature,
+                                      top_p=c.top_p, max_new_tokens=c.max_new_tokens, seed=c.seed,
+                                      max_inflight_groups=c.max_inflight_groups, max_policy_lag=c.max_policy_lag),
+            config_id=reshaping.config_id, groups_per_step=c.groups_per_step, generator_id=f"{c.name}-gen-0")
+        files["generator"].write_text(yaml.safe_dump(gen.model_dump(mode="json"), sort_keys=False))
+        learn = LearnRunConfig(
+            config_id=reshaping.config_id, model_dir=model_dir, steps=c.steps, learner_id=f"{c.name}-learner",
+            learner=LearnerConfig(groups_per_step=c.groups_per_step, learning_rate=c.learning_rate,
+                                  use_lora=c.use_lora, beta=c.beta, max_policy_lag=c.max_policy_lag,
+                                  max_steps=max(c.steps, 10), max_completion_length=c.max_new_tokens,
+                                  checkpoint_dir=d / "learner", publish_dir=d / "policy", seed=c.seed))
+        files["learner"].write_text(yaml.safe_dump(learn.model_dump(mode="json"), sort_keys=False))
+        return files
+
+    # --- the run ----------------------------------------------------------------------
+    def run(self, progress: bool = True) -> dict:
+        c = self.cfg
+        t0 = time.monotonic()
+        bootstrap = self.bootstrap()
+        say = (lambda msg: print(f"[run] {msg}", flush=True)) if progress else (lambda msg: None)
+        say(f"kafka at {bootstrap}")
+        reshaping = self.reshaping()
+        ensure_topics(AdminClient({"bootstrap.servers": bootstrap}),
+                      event_topics() + [advantages_topic(reshaping.config_id)])
+        model_dir = self.model_dir()
+        say(f"policy model {model_dir}")
+        corpus = self.corpus()
+        files = self.write_configs(model_dir, reshaping)
+        published_marker = self.dir / ".tasks-published"
+        if not published_marker.exists():
+            from producers.corpus import read_tasks
+            from producers.task_publisher import publish_tasks
+
+            tasks = [t for t in read_tasks(corpus) if t["split"] == "train"]
+            say(f"publishing {len(tasks)} train tasks from {corpus.name}")
+            publish_tasks(tasks, bootstrap, progress=progress)
+            published_marker.write_text(corpus.name)
+
+        env = {**os.environ, "RESHAPER_BOOTSTRAP": bootstrap, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
+        store = c.store or str(self.dir / "chdb")
+        app_id = f"reshaper-{c.name}"
+        sink_group = f"sink-{c.name}"
+        logs = self.dir / "logs"
+        worker = Component("worker", ["worker", "--config", str(files["reshaping"]), "--app-id", app_id,
+                                      "--data-dir", str(self.dir / "faust")], logs / "worker.log")
+        sink = Component("sink", ["sink", "--store", store, "--group-id", sink_group], logs / "sink.log")
+        learner = Component("learner", ["learn", "--config", str(files["learner"])], logs / "learner.log")
+        generator = Component("generator", ["generate", "--config", str(files["generator"]), "--no-progress"],
+                              logs / "generator.log")
+        self.components = [worker, sink, learner, generator]
+        tail = MetricsTail(bootstrap, reshaping.config_id)
+        interrupted = False
+        try:
+            for comp in self.components:
+                comp.start(env)
+                say(f"started {comp.name} (pid {comp.proc.pid}, log {comp.log})")
+            last = ""
+            while learner.alive():
+                for comp in (worker, sink, generator):
+                    if not comp.alive() and comp.proc.returncode not in (0, None):
+                        raise RunError(f"{comp.name} exited with {comp.proc.returncode}:\n{comp.tail()}")
+                line = tail.poll().line()
+                if progress and line != last:
+                    print(f"\r[run] {line}", end="", flush=True)
+                    last = line
+            if progress:
+                print()
+            if learner.proc.returncode != 0:
+                raise RunError(f"learner exited with {learner.proc.returncode}:\n{learner.tail()}")
+        except KeyboardInterrupt:
+            interrupted = True
+            say("interrupted: stopping cleanly (nothing is lost; continue with --resume)")
+        finally:
+            tail.close()
+            self.shutdown(bootstrap, app_id, sink_group, say)
+        summary = self.report(store, reshaping.config_id, time.monotonic() - t0, interrupted)
+        say(f"report in {self.dir / 'report'}")
+        return summary
+
+    def shutdown(self, bootstrap: str, app_id: str, sink_group: str, say) -> None:
+        worker, sink, learner, generator = self.components
+        for comp in (generator, learner):
+            comp.stop()
+        # the worker finishes what the generator produced; then the sink stores everything
+        self._drain(bootstrap, app_id, ["rollouts", "feedback"], worker, say, timeout_s=600)
+        worker.stop()
+        topics = [t for t in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+                  if t in ("tasks", "rollouts", "feedback", "policy", "metrics", "deadletter")
+                  or t.startswith("advantages.")]
+        self._drain(bootstrap, sink_group, topics, sink, say, timeout_s=600)
+        sink.stop()
+
+    @staticmethod
+    def _drain(bootstrap, group, topics, comp: Component, say, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while comp.alive() and time.monotonic() < deadline:
+            lag = group_lag(bootstrap, group, topics)
+            if lag == 0:
+                return
+            say(f"waiting for {comp.name} to catch up ({lag} records)")
+            time.sleep(2)
+
+    # --- report -----------------------------------------------------------------------
+    def report(self, store_url: str, config_id: str, seconds: float, interrupted: bool) -> dict:
+        from infra.report import write_run_report
+
+        return write_run_report(self.dir / "report", store_url, config_id, self.dir, seconds, interrupted)

@@ -1,0 +1,98 @@
+"""The report folder of a run: what it used, what it did, how it went."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+LEARNER_COLUMNS = ["step", "policy_version", "num_samples", "num_tokens", "dropped_stale", "lag_mean", "grad_norm",
+                   "loss/loss", "loss/pg_loss", "loss/kl_ref", "loss/clip_low_frac", "loss/clip_high_frac",
+                   "loss/is_weight_mean", "loss/is_truncated_share", "loss/entropy", "tokens_per_s"]
+
+
+def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: Path, seconds: float,
+                     interrupted: bool) -> dict:
+    from consumers.store import open_store
+
+    report_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("run.yaml", "reshaping.yaml", "generator.yaml", "learner.yaml"):
+        if (run_dir / name).exists():
+            shutil.copy(run_dir / name, report_dir / name)
+    with open_store(store_url) as store:
+        counts = {t: store.query(f"SELECT count() FROM {t} FINAL").rows[0][0]
+                  for t in ("tasks", "rollouts", "feedback", "advantages", "policy", "metrics", "dead_letters")}
+        learner = store.query(
+            "SELECT step, values FROM metrics FINAL WHERE source = 'learner' AND config_id = {c:String} "
+            "ORDER BY event_time", {"c": config_id}).rows
+        by_version = store.query(
+            "SELECT policy_version, count(), avg(reward_raw), avg(reward_enhanced), avg(advantage) "
+            "FROM advantages FINAL WHERE config_id = {c:String} GROUP BY policy_version ORDER BY policy_version",
+            {"c": config_id}).rows
+        drift = _drift_reports(store, config_id, report_dir)
+    rows = {}
+    for step, values in learner:  # a step redone after a crash: the last report wins
+        rows[step] = {k: values.get(k, "") for k in LEARNER_COLUMNS if k != "step"} | {"step": step}
+    with open(report_dir / "learner_metrics.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=LEARNER_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows[s] for s in sorted(rows))
+    _plot_learner(report_dir / "learner.png", [rows[s] for s in sorted(rows)])
+    summary = {
+        "config_id": config_id, "seconds": round(seconds, 1), "interrupted": interrupted,
+        "learner_steps": max(rows) if rows else 0,
+        "policy_version": int(max((r["policy_version"] or 0) for r in rows.values())) if rows else 0,
+        "rows": counts,
+        "by_policy_version": [{"policy_version": v, "rollouts": n, "pass_rate": round(raw, 4),
+                               "reward_enhanced": round(enh, 4), "advantage_mean": round(adv, 4)}
+                              for v, n, raw, enh, adv in by_version],
+        "drift_reports": drift,
+    }
+    (report_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(json.dumps({k: summary[k] for k in ("learner_steps", "policy_version", "rows", "seconds")}, indent=2))
+    return summary
+
+
+def _drift_reports(store, config_id: str, report_dir: Path) -> list[str]:
+    import io
+
+    from rich.console import Console
+
+    from consumers.drift.cli import drift_names
+    from consumers.drift.report import run_drift
+
+    written, quiet = [], Console(file=io.StringIO())
+    for name in drift_names():
+        if name == "config_compare":
+            continue  # needs two configs: `reshaper drift config_compare --config A --config-b B`
+        try:
+            rep = run_drift(store, name, config=config_id, out_dir=report_dir, console=quiet)
+        except Exception as exc:  # a report that fails must not lose the run's other results
+            (report_dir / f"{name}.error.txt").write_text(f"{type(exc).__name__}: {exc}")
+            continue
+        if rep.png_path:
+            written.append(Path(rep.png_path).name)
+    return written
+
+
+def _plot_learner(path: Path, rows: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    steps = [r["step"] for r in rows]
+    for ax, keys, title in ((axes[0], ["loss/loss", "loss/pg_loss"], "loss"),
+                            (axes[1], ["loss/kl_ref", "loss/clip_high_frac", "loss/clip_low_frac"], "KL and clipping"),
+                            (axes[2], ["loss/is_weight_mean", "lag_mean"], "off-policy: weights and lag")):
+        for key in keys:
+            ys = [r.get(key) if r.get(key) != "" else None for r in rows]
+            ax.plot(steps, ys, marker="o", label=key)
+        ax.set_title(title)
+        ax.set_xlabel("learner step")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

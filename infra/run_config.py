@@ -1,0 +1,53 @@
+"""The typed configuration of `reshaper run`: one YAML for the whole loop. The resolved
+config of every component is written into the run folder, so each run records what it used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from infra.settings import REPO_ROOT
+
+RUN_CONFIG_VERSION = 1
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(RUN_CONFIG_VERSION, description="schema version of this file")
+    name: str = Field("default", pattern=r"^[A-Za-z0-9_-]+$", description="names the run folder, groups and app id")
+    runs_dir: Path = Field(REPO_ROOT / "runs", description="parent of the run folder")
+    model: str = Field("smollm2", description="'smollm2' (the shipped GGUF), 'tiny' (tests) or a local HF model dir")
+    reshaping: str = Field("full", description="reshaping preset name (raw, full) or a YAML path")
+    steps: int = Field(4, ge=1, description="learner steps to train")
+    # corpus
+    seed: int = Field(0, description="corpus and sampling seed")
+    max_functions: int | None = Field(None, ge=1, description="corpus size cap per source (None: all of MBPP)")
+    # generator
+    group_size: int = Field(4, ge=2, description="K: samples per task")
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_new_tokens: int = Field(160, ge=1)
+    max_policy_lag: int = Field(2, ge=0)
+    max_inflight_groups: int = Field(8, ge=1)
+    # learner
+    groups_per_step: int = Field(2, ge=1)
+    learning_rate: float = Field(1e-5, gt=0)
+    use_lora: bool = True
+    beta: float = Field(0.0, ge=0, description="KL to the reference; 0 skips the reference pass")
+    # services
+    bootstrap: str | None = Field(None, description="an existing Kafka cluster; default: the local broker")
+    store: str | None = Field(None, description="ClickHouse server URL; default: chDB in the run folder")
+    sandbox_workers: int = Field(2, ge=1)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.runs_dir) / self.name
+
+
+def load_run_config(path: Path | None, **overrides) -> RunConfig:
+    data = yaml.safe_load(Path(path).read_text()) if path else {}
+    data = {**(data or {}), **{k: v for k, v in overrides.items() if v is not None}}
+    return RunConfig.model_validate(data)

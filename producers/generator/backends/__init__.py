@@ -1,0 +1,35 @@
+"""Generation engines behind one interface (GenerationBackend)."""
+
+from producers.generator.backends.base import (
+    BackendUnavailableError,
+    GenerationBackend,
+    PolicyLoadError,
+    Sample,
+    SamplingParams,
+    policy_kind,
+)
+
+__all__ = [
+    "BackendUnavailableError",
+    "GenerationBackend",
+    "PolicyLoadError",
+    "Sample",
+    "SamplingParams",
+    "make_backend",
+    "policy_kind",
+]
+
+
+def make_backend(config) -> GenerationBackend:
+    """The backend a GeneratorConfig names (engines are imported only when chosen)."""
+    if config.backend == "transformers":
+        from producers.generator.backends.hf import TransformersBackend
+
+        return TransformersBackend(
+            config.model_dir, device=config.device, max_batch_sequences=config.max_batch_sequences
+        )
+    if config.backend == "vllm":
+        from producers.generator.backends.vllm_backend import VLLMBackend
+
+        return VLLMBackend(config.model_dir)
+    raise ValueError(f"unknown backend {config.backend!r}")

@@ -1,0 +1,57 @@
+"""Typed knobs of the rollout generator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from producers.generator.backends.base import SamplingParams
+
+
+class GeneratorConfig(BaseModel):
+    """Everything a generator process needs to turn tasks into rollouts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model_dir: Path = Field(
+        Path(".cache/models/smollm2-135m-instruct"),
+        description="Hugging Face directory of the base policy (see model_store.init_model).",
+    )
+    backend: Literal["transformers", "vllm"] = Field(
+        "transformers", description="Generation engine: transformers (CPU default) or vllm (GPU)."
+    )
+    device: str = Field("auto", description="Torch device for the transformers backend; auto picks cuda if present.")
+    group_size: int = Field(8, ge=1, description="K: samples per task, one GRPO group.")
+    temperature: float = Field(1.0, ge=0.0, description="Sampling temperature; 0 means greedy.")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus mass kept; 1 keeps the full vocabulary.")
+    top_k: int = Field(0, ge=0, description="Keep only the k most likely tokens; 0 disables.")
+    max_new_tokens: int = Field(512, ge=1, description="Completion length cap; hitting it gives finish_reason=length.")
+    seed: int = Field(
+        0, ge=0, description="Base sampling seed; a batch with the same seed and prompts repeats exactly."
+    )
+    max_batch_sequences: int = Field(
+        16, ge=1, description="Sequences (prompts x K) per forward batch in the transformers backend."
+    )
+    max_inflight_groups: int = Field(
+        64, ge=1, description="Groups generated but not yet rewarded before the generator waits (back-pressure)."
+    )
+    max_policy_lag: int = Field(
+        4, ge=0, description="Largest gap between the newest published policy and the one sampling, in versions."
+    )
+    include_error_context: bool = Field(
+        False, description="Put the failing tests' output into the prompt (extra context for hard bugs)."
+    )
+    max_error_chars: int = Field(2000, ge=0, description="Error context longer than this is cut (its tail is kept).")
+
+    def sampling_params(self) -> SamplingParams:
+        """The per-call sampling parameters these knobs describe."""
+        return SamplingParams(
+            n=self.group_size,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            max_new_tokens=self.max_new_tokens,
+            seed=self.seed,
+        )

@@ -1,0 +1,185 @@
+"""The evaluator: a rollout plus its task in, one `feedback` record body out.
+
+Per rollout it runs, all in the sandbox:
+  1. the hidden tests, `repeats` times (flaky tests show up as spread between runs);
+  2. the adversarial check: random boundary inputs comparing the candidate with the reference
+     (both defined in the child; the reference under a private name, so only this check could
+     ever read it, never the hidden tests' expected values);
+  3. the rename check: the same tests after a harmless rename of the entry point.
+Then the pure signals (tree edit distance, style, hack flags, fixed pattern) on the code.
+`build_feedback` is pure, so replays and tests can build records from stored results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from producers.generator.prompt import extract_code
+from streams.sandbox import EvalRequest, EvalResult, ErrorKind, SandboxPool
+from streams.signals import (SignalConfig, check_style, classify_fix, detect_hacks, random_inputs,
+                             rename_entry_point, tree_edit_distance)
+
+log = logging.getLogger(__name__)
+
+REFERENCE_NAME = "_reshaper_reference_{}"
+RENAMED_ENTRY = "renamed_entry_point_{}"
+
+
+class EvaluatorConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    repeats: int = Field(1, ge=1, le=16, description="times the hidden tests run; >1 averages flaky tests")
+    adversarial_inputs: int = Field(8, ge=0, description="random boundary inputs compared with the reference; 0 = off")
+    rename_check: bool = Field(True, description="re-run the tests after a harmless rename of the entry point")
+    timeout_s: float | None = Field(None, description="per-candidate wall clock; default: the sandbox's")
+    signals: SignalConfig = Field(default_factory=SignalConfig)
+
+    @property
+    def version(self) -> str:
+        """Evaluator version: the code revision plus a hash of these knobs."""
+        return f"eval-v1-{hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:8]}"
+
+
+EVALUATOR_VERSION = EvaluatorConfig().version
+
+
+@dataclass
+class SandboxRuns:
+    """What the sandbox said about one candidate (inputs of the pure `build_feedback`)."""
+
+    tests: list[EvalResult]
+    adversarial: EvalResult | None
+    adversarial_checked: int
+    renamed: EvalResult | None
+
+
+def _requests(task: dict, candidate: str, cfg: EvaluatorConfig, seed: int) -> tuple[list[EvalRequest], int, bool]:
+    entry = task["entry_point"]
+    common = dict(setup_code=task.get("test_setup_code", ""), imports=list(task.get("test_imports", [])),
+                  timeout_s=cfg.timeout_s)
+    requests = [EvalRequest(code=candidate, tests=list(task["tests"]), entry_point=entry, **common)
+                for _ in range(cfg.repeats)]
+    n_adv = 0
+    if cfg.adversarial_inputs and task.get("reference_code"):
+        try:
+            calls = random_inputs(list(task["tests"]), entry, cfg.adversarial_inputs, seed=seed, config=cfg.signals)
+            ref_name = REFERENCE_NAME.format(entry)
+            ref_code, _ = rename_entry_point(task["reference_code"], [], entry, ref_name)
+        except Exception as exc:  # tests we cannot type, or a reference libcst cannot parse
+            log.debug("no adversarial inputs for %s: %s", task.get("task_id"), exc)
+            calls = []
+        if calls:
+            # a call that raises in both counts as agreement; a differing value or exception does not
+            tests = [f"assert _reshaper_same(lambda: {call}, lambda: {call.replace(entry + '(', ref_name + '(', 1)})"
+                     for call in calls]
+            setup = ref_code + "\n" + _SAME_HELPER + "\n" + common["setup_code"]
+            requests.append(EvalRequest(code=candidate, tests=tests, entry_point=entry, setup_code=setup,
+                                        imports=common["imports"], timeout_s=cfg.timeout_s))
+            n_adv = len(calls)
+    renamed = False
+    if cfg.rename_check:
+        try:
+            new_name = RENAMED_ENTRY.format(hashlib.sha256(entry.encode()).hexdigest()[:6])
+            code_r, tests_r = rename_entry_point(candidate, list(task["tests"]), entry, new_name)
+            setup_r = rename_entry_point(common["setup_code"], [], entry, new_name)[0] if common["setup_code"] else ""
+            requests.append(EvalRequest(code=code_r, tests=tests_r, entry_point=new_name, setup_code=setup_r,
+                                        imports=common["imports"], timeout_s=cfg.timeout_s))
+            renamed = True
+        except Exception:  # an unparsable candidate has no rename check: its tests already fail
+            pass
+    return requests, n_adv, renamed
+
+
+_SAME_HELPER = '''
+def _reshaper_same(candidate_call, reference_call):
+    def outcome(call):
+        try:
+            return ("value", call())
+        except Exception as exc:
+            return ("raised", type(exc).__name__)
+    return outcome(candidate_call) == outcome(reference_call)
+'''
+
+
+def _split(results: list[EvalResult], repeats: int, n_adv: int, renamed: bool) -> SandboxRuns:
+    tests, rest = results[:repeats], results[repeats:]
+    adversarial = rest.pop(0) if n_adv else None
+    return SandboxRuns(tests, adversarial, n_adv, rest.pop(0) if renamed else None)
+
+
+async def aevaluate_rollout(task: dict, rollout: dict, pool: SandboxPool, cfg: EvaluatorConfig | None = None) -> dict:
+    """Evaluate one rollout without blocking the event loop. Never raises for bad candidates:
+    an evaluator failure becomes error kind `sandbox` in the record."""
+    cfg = cfg or EvaluatorConfig()
+    candidate = extract_code(rollout["completion_text"])
+    requests, n_adv, renamed = _requests(task, candidate, cfg, seed=rollout.get("sampling_seed", 0))
+    try:
+        results = await asyncio.gather(*(pool.aevaluate(r) for r in requests))
+        runs = _split(list(results), cfg.repeats, n_adv, renamed)
+    except Exception as exc:  # the evaluator itself broke: say so in the stream, do not stall it
+        log.exception("evaluation of %s failed", rollout.get("rollout_id"))
+        return build_feedback(task, rollout, candidate, None, cfg, evaluator_error=f"{type(exc).__name__}: {exc}")
+    return build_feedback(task, rollout, candidate, runs, cfg)
+
+
+def evaluate_rollout(task: dict, rollout: dict, pool: SandboxPool, cfg: EvaluatorConfig | None = None) -> dict:
+    """Synchronous twin of `aevaluate_rollout` (benchmarks, tools)."""
+    return asyncio.run(aevaluate_rollout(task, rollout, pool, cfg))
+
+
+def build_feedback(task: dict, rollout: dict, candidate: str, runs: SandboxRuns | None, cfg: EvaluatorConfig,
+                   evaluator_error: str = "") -> dict:
+    """Pure: the feedback record body (schemas/feedback.avsc without the envelope)."""
+    buggy = task["buggy_code"]
+    tests_total = len(task["tests"])
+    if runs is None:
+        first, fractions = None, [0.0]
+        error_kind, error_message = ErrorKind.SANDBOX.value, evaluator_error
+    else:
+        first = runs.tests[0]
+        fractions = [r.pass_fraction for r in runs.tests]
+        error_kind, error_message = first.error_kind.value, first.error_message
+    passed_all = first is not None and all(r.tests_passed == r.tests_total and r.tests_total for r in runs.tests)
+    distance = tree_edit_distance(buggy, candidate, cfg.signals)
+    style = check_style(candidate, cfg.signals)
+    hacks = detect_hacks(buggy, candidate, list(task["tests"]), cfg.signals)
+    flags = list(hacks.flags)
+    # the sandbox saw builtins change at run time: the same flag the static detector raises
+    if first is not None and "patched_builtins" in first.flags and "builtins_patch" not in flags:
+        flags.append("builtins_patch")
+    rename_passed = None
+    if runs is not None and runs.renamed is not None:
+        rename_passed = runs.renamed.tests_passed == first.tests_passed
+    adv_checked = runs.adversarial_checked if runs and runs.adversarial else 0
+    adv_mismatch = (runs.adversarial.tests_total - runs.adversarial.tests_passed) if adv_checked else 0
+    return {
+        "rollout_id": rollout["rollout_id"], "group_id": rollout["group_id"], "task_id": rollout["task_id"],
+        "bug_pattern": task["bug_pattern"], "difficulty": float(task["difficulty"]),
+        "sample_index": rollout["sample_index"], "group_size": rollout["group_size"],
+        "policy_version": rollout["policy_version"], "evaluator_version": cfg.version,
+        "repeats": len(fractions) if runs else 0, "tests_total": tests_total,
+        "tests_passed": first.tests_passed if first else 0,
+        "pass_fraction_runs": fractions,
+        "test_outcomes": [{"index": o.index, "passed": o.passed, "error_kind": o.error_kind.value,
+                           "message": o.message[:500], "runtime_ms": float(o.runtime_ms)}
+                          for o in (first.outcomes if first else [])],
+        "error_kind": error_kind, "error_message": error_message[:2000],
+        "runtime_ms": float(sum(r.runtime_ms for r in runs.tests) / len(runs.tests)) if runs else 0.0,
+        "tree_edit_distance": float(distance.normalised), "tree_edit_distance_raw": int(distance.raw),
+        "style_class": style.style_class, "flake8_codes": list(style.codes), "hack_flags": flags,
+        "cyclomatic_complexity": int(hacks.complexity),
+        "fixed_pattern": classify_fix(buggy, candidate, cfg.signals) if passed_all else "",
+        "adversarial_mismatches": int(adv_mismatch), "adversarial_checked": int(adv_checked),
+        "rename_passed": rename_passed,
+        "prompt_token_ids": list(rollout["prompt_token_ids"]),
+        "completion_token_ids": list(rollout["completion_token_ids"]),
+        "behaviour_logprobs": list(rollout["behaviour_logprobs"]),
+        "finish_reason": rollout["finish_reason"], "completion_text": rollout["completion_text"][:20000],
+        # the event time of the feedback is the rollout's, so windows follow generation time
+        "created_at_ms": rollout["created_at_ms"],
+    }

@@ -1,0 +1,75 @@
+import pytest
+
+from producers.generator.prompt import (
+    PROMPT_TEMPLATE_VERSION,
+    completion_target,
+    extract_code,
+    render_prompt,
+    render_prompt_text,
+    repair_messages,
+)
+
+BUGGY = "def add(a, b):\r\n    return a - b\r\n"
+
+
+def test_template_version_is_pinned():
+    assert PROMPT_TEMPLATE_VERSION == "repair-v1"
+
+
+def test_messages_hold_code_with_normalised_newlines():
+    system, user = repair_messages(BUGGY)
+    assert system["role"] == "system" and user["role"] == "user"
+    assert "```python\ndef add(a, b):\n    return a - b\n```" in user["content"]
+    assert "\r" not in user["content"]
+    assert "Running the tests printed" not in user["content"]
+
+
+def test_error_context_is_added_and_cut_to_its_tail():
+    error = "Traceback line\n" * 50 + "AssertionError: add(1, 2) == 3"
+    _, user = repair_messages(BUGGY, error_context=error, max_error_chars=40)
+    assert "Running the tests printed" in user["content"]
+    # the last 40 characters: 10 of the final "Traceback line\n" and the 30-character error
+    assert "```\n...back line\nAssertionError: add(1, 2) == 3\n```" in user["content"]
+    assert "Traceback line" not in user["content"]
+
+
+def test_prompt_uses_chat_template_and_ends_at_assistant_turn(tokenizer):
+    text = render_prompt_text(tokenizer, BUGGY)
+    assert text.startswith("<|im_start|>system\nYou repair buggy Python functions.")
+    assert text.endswith("<|im_start|>assistant\n")
+    ids = render_prompt(tokenizer, BUGGY)
+    assert ids == tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert ids[0] == tokenizer.convert_tokens_to_ids("<|im_start|>")
+    assert tokenizer.decode(ids) == text
+
+
+def test_extract_fenced_function_drops_prose_and_test_code():
+    completion = (
+        "Here is the fix:\n```python\nimport math\n\n@cache\ndef f(x):\n    return math.sqrt(x)\n\n"
+        "print(f(4))\nassert f(9) == 3\nif __name__ == '__main__':\n    f(1)\n```\nIt works now."
+    )
+    assert extract_code(completion) == "import math\n\n@cache\ndef f(x):\n    return math.sqrt(x)"
+
+
+def test_extract_keeps_module_constants_and_helpers():
+    completion = "```py\nR = 3\nC = 3\ndef g(y):\n    return y * R\n\n\ndef h():\n    return g(C)\n```"
+    assert extract_code(completion) == "R = 3\nC = 3\ndef g(y):\n    return y * R\n\n\ndef h():\n    return g(C)"
+
+
+def test_extract_unfenced_and_unclosed_fence():
+    assert extract_code("def f():\n    return 1\n\nf()") == "def f():\n    return 1"
+    assert extract_code("```python\ndef f():\n    return 2\n") == "def f():\n    return 2"
+
+
+def test_extract_returns_unparsable_code_unchanged():
+    assert extract_code("```python\ndef f(:\n    return\n```") == "def f(:\n    return"
+
+
+def test_target_round_trips_through_extraction():
+    reference = "def add(a, b):\r\n    return a + b"
+    assert extract_code(completion_target(reference)) == "def add(a, b):\n    return a + b"
+
+
+@pytest.mark.parametrize("text", ["", "   \n"])
+def test_extract_of_empty_completion_is_empty(text):
+    assert extract_code(text) == ""

@@ -1,0 +1,237 @@
+"""The generator service against the real broker: publishing, hot-swap, pacing, back-pressure."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import fastavro
+import pytest
+import torch
+from peft import LoraConfig, PeftModel, get_peft_model
+from transformers import AutoModelForCausalLM
+
+from producers.generator.backends.hf import TransformersBackend
+from producers.generator.service import GeneratorService
+from schemas.codec import CODEC
+from tests.generator_service.helpers import BUGGY, make_task, read_topic
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture
+def service_for(tiny_dir, kafka_bootstrap):
+    """Builds a GeneratorService on a fresh tiny backend; closes them all after the test."""
+    made = []
+
+    def make(cfg) -> GeneratorService:
+        service = GeneratorService(cfg, TransformersBackend(tiny_dir, device="cpu"), bootstrap=kafka_bootstrap)
+        made.append(service)
+        return service
+
+    yield make
+    for service in made:
+        service.close()
+
+
+def publish_tasks(publish, topic: str, tasks: list[dict]) -> None:
+    for task in tasks:
+        publish(topic, task["task_id"], "Task", task)
+
+
+def rollouts_of(cfg, bootstrap: str, expected: int) -> list:
+    events = read_topic(cfg.rollouts_topic, bootstrap, expected)
+    assert len(events) == expected
+    return events
+
+
+def by_group(events) -> dict[str, list]:
+    groups = defaultdict(list)
+    for event in events:
+        groups[event.record["group_id"]].append(event)
+    return groups
+
+
+def recomputed_logprobs(model, prompt: list[int], completion: list[int], temperature: float) -> torch.Tensor:
+    """The learner's view: one plain forward pass, log_softmax(logits / T) at the sampled tokens."""
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + completion])).logits[0, len(prompt) - 1 : -1]
+    return torch.log_softmax(logits / temperature, dim=-1).gather(-1, torch.tensor(completion)[:, None]).squeeze(-1)
+
+
+def max_gap(model, events, temperature: float) -> float:
+    return max(
+        (
+            recomputed_logprobs(model, e.record["prompt_token_ids"], e.record["completion_token_ids"], temperature)
+            - torch.tensor(e.record["behaviour_logprobs"])
+        )
+        .abs()
+        .max()
+        .item()
+        for e in events
+    )
+
+
+def test_n_tasks_in_give_n_times_k_rollouts_keyed_by_group(run_config, service_for, publish, kafka_bootstrap):
+    cfg = run_config(max_groups=3, group_size=2)
+    train = [make_task(f"t{i}", buggy_code=BUGGY[i]) for i in range(3)]
+    publish_tasks(publish, cfg.tasks_topic, train + [make_task("held", split="heldout")])
+    state = service_for(cfg).run()
+    assert (state.groups, state.rollouts, state.stopped) == (3, 6, "max_groups")
+
+    events = rollouts_of(cfg, kafka_bootstrap, 6)
+    groups = by_group(events)
+    assert len(groups) == 3
+    schema = CODEC.schema("Rollout")
+    for group_id, members in groups.items():
+        assert {e.key.decode() for e in members} == {group_id}
+        assert len({e.partition for e in members}) == 1  # a group never spans partitions
+        assert sorted(e.record["sample_index"] for e in members) == [0, 1]
+        assert {e.record["rollout_id"] for e in members} == {f"{group_id}-0", f"{group_id}-1"}
+        assert len({e.record["task_id"] for e in members}) == 1
+    for event in events:
+        r = event.record
+        assert event.payload == "Rollout" and fastavro.validate(r, schema, raise_errors=False)
+        assert r["task_id"] in {"t0", "t1", "t2"}  # the heldout task is never scheduled
+        assert len(r["behaviour_logprobs"]) == len(r["completion_token_ids"]) > 0
+        assert (r["group_size"], r["policy_version"], r["generator_id"]) == (2, 0, "gen-test")
+        assert (r["max_new_tokens"], r["temperature"]) == (8, 1.0)
+
+
+def save_random_lora(base_dir, out_dir) -> None:
+    """A LoRA with non-zero B (peft initialises B to zero, which would change nothing)."""
+    torch.manual_seed(5)
+    model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(base_dir),
+        LoraConfig(r=4, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"]),
+    )
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0.0, 0.5)
+    model.save_pretrained(out_dir)
+
+
+def test_new_policy_is_hot_swapped_between_batches(
+    run_config, service_for, publish, kafka_bootstrap, tiny_dir, tmp_path
+):
+    # G=1, lag=1: version 0 admits 1 * (0 + 1 + 1) = 2 groups, version 2 admits 4.
+    temperature = 0.8
+    cfg = run_config(max_groups=4, groups_per_step=1, groups_per_batch=1, max_policy_lag=1, temperature=temperature)
+    publish_tasks(publish, cfg.tasks_topic, [make_task("t0"), make_task("t1", buggy_code=BUGGY[1])])
+    service = service_for(cfg)
+    first = service.run()
+    assert (first.groups, first.stopped, first.waiting) == (2, "idle", "pacing")
+
+    adapter = tmp_path / "adapter-v2"
+    save_random_lora(tiny_dir, adapter)
+    publish(
+        cfg.policy_topic,
+        "2",
+        "PolicyVersion",
+        {
+            "version": 2,
+            "learner_step": 2,
+            "location": str(adapter),
+            "sha256": "0" * 64,
+            "base_model": str(tiny_dir),
+            "config_id": "test",
+        },
+    )
+    second = service.run()
+    assert (second.groups, second.stopped, second.policy_version) == (4, "max_groups", 2)
+
+    events = rollouts_of(cfg, kafka_bootstrap, 8)
+    old = [e for e in events if e.record["policy_version"] == 0]
+    new = [e for e in events if e.record["policy_version"] == 2]
+    assert (len(old), len(new)) == (4, 4)
+    base = AutoModelForCausalLM.from_pretrained(tiny_dir).eval()
+    adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_dir), adapter).eval()
+    assert max_gap(base, old, temperature) < 1e-4
+    assert max_gap(adapted, new, temperature) < 1e-4
+    assert max_gap(base, new, temperature) > 1e-2  # the new samples really came from other weights
+
+
+def test_pacing_waits_at_the_bound_until_a_new_version(run_config, service_for, publish, kafka_bootstrap, tiny_dir):
+    # G=2, lag=1: version 0 admits 2 * (0 + 1 + 1) = 4 groups; version 1 admits 6.
+    cfg = run_config(max_groups=10, groups_per_step=2, groups_per_batch=3, max_policy_lag=1)
+    publish_tasks(publish, cfg.tasks_topic, [make_task("t0")])
+    service = service_for(cfg)
+    first = service.run()
+    assert (first.groups, first.stopped, first.waiting) == (4, "idle", "pacing")
+    assert first.idle_s > 0
+
+    metrics = [e.record for e in read_topic(cfg.metrics_topic, kafka_bootstrap, 3)]
+    waiting = [m for m in metrics if m["labels"]["waiting"] == "pacing"]
+    assert waiting and all(m["source"] == "generator" and m["values"]["groups"] == 4 for m in waiting)
+    assert waiting[-1]["values"]["idle_s"] > 0 and waiting[-1]["values"]["policy_version"] == 0
+
+    # A full model directory is a policy too (a merged checkpoint); here the same weights.
+    publish(
+        cfg.policy_topic,
+        "1",
+        "PolicyVersion",
+        {"version": 1, "learner_step": 1, "location": str(tiny_dir), "sha256": "0" * 64, "base_model": str(tiny_dir)},
+    )
+    second = service.run()
+    assert (second.groups, second.stopped, second.waiting, second.policy_version) == (6, "idle", "pacing", 1)
+    versions = sorted(e.record["policy_version"] for e in rollouts_of(cfg, kafka_bootstrap, 12))
+    assert versions == [0] * 8 + [1] * 4
+
+
+def advantage_for(rollout: dict) -> dict:
+    """A minimal Advantage record that scores `rollout` (only group_id matters to the generator)."""
+    floats = [
+        "reward_raw",
+        "r_test",
+        "r_precision",
+        "r_style",
+        "r_progress",
+        "w_test",
+        "w_precision",
+        "w_style",
+        "w_progress",
+        "reward_enhanced",
+        "reward_normalised",
+        "advantage",
+        "ema_baseline",
+        "global_mean",
+        "global_std",
+        "group_mean",
+        "group_std",
+    ]
+    return {
+        **dict.fromkeys(floats, 0.0),
+        "config_id": "test",
+        "rollout_id": rollout["rollout_id"],
+        "feedback_event_id": "f",
+        "group_id": rollout["group_id"],
+        "task_id": rollout["task_id"],
+        "bug_pattern": "operator_swap",
+        "sample_index": rollout["sample_index"],
+        "group_size": rollout["group_size"],
+        "group_members": 2,
+        "group_complete": True,
+        "policy_version": rollout["policy_version"],
+        "global_count": 1,
+        "warmup": False,
+        "prompt_token_ids": rollout["prompt_token_ids"],
+        "completion_token_ids": rollout["completion_token_ids"],
+        "behaviour_logprobs": rollout["behaviour_logprobs"],
+        "finish_reason": rollout["finish_reason"],
+    }
+
+
+def test_back_pressure_waits_for_scores(run_config, service_for, publish, kafka_bootstrap):
+    cfg = run_config(max_groups=5, groups_per_step=100, groups_per_batch=2, max_inflight_groups=3)
+    publish_tasks(publish, cfg.tasks_topic, [make_task("t0")])
+    service = service_for(cfg)
+    first = service.run()
+    assert (first.groups, first.stopped, first.waiting, first.inflight) == (3, "idle", "backpressure", 3)
+
+    groups = by_group(rollouts_of(cfg, kafka_bootstrap, 6))
+    for group_id in list(groups)[:2]:
+        for event in groups[group_id]:
+            publish(cfg.scored_topic, group_id, "Advantage", advantage_for(event.record))
+    second = service.run()
+    assert (second.groups, second.stopped) == (5, "max_groups")
+    assert second.inflight == 3  # two scored, two more made: back at the cap
