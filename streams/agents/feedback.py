@@ -1,0 +1,145 @@
+"""The feedback agent: rollouts in, one Feedback event per rollout out (key group_id).
+
+A rollout names its task by id; tasks arrive on their own topic keyed by task_id, which
+partitions differently from the group-keyed rollouts, so the task table is a Faust
+*global* table (every worker holds every task). Evaluation runs in the sandbox pool via
+``aevaluate_rollout`` with ``eval_concurrency`` actors, so several candidates are tested
+at once and the event loop only awaits. If the evaluator itself fails, the rollout still
+gets a feedback event, with error kind ``sandbox``, so the group is never left waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import time
+from typing import Any
+
+import faust
+
+from schemas.codec import CODEC, DecodeError
+from streams.agents.deadletters import dead_letter_value
+from streams.app import Evaluate, StreamSettings
+
+EVALUATOR_FAILURE_VERSION = "evaluator-failure"
+
+
+def import_object(path: str) -> Any:
+    """``"package.module:name"`` -> the object."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def default_pool():
+    """The sandbox pool with its default config, started."""
+    from streams.sandbox.config import SandboxConfig
+    from streams.sandbox.pool import SandboxPool
+
+    return SandboxPool(SandboxConfig()).start()
+
+
+def feedback_event_id(rollout_id: str, evaluator_version: str) -> str:
+    return hashlib.sha256(f"feedback:{evaluator_version}:{rollout_id}".encode()).hexdigest()[:32]
+
+
+def sandbox_failure_feedback(task: dict | None, rollout: dict, exc: BaseException) -> dict[str, Any]:
+    """The feedback of a rollout whose evaluation failed: nothing passed, error kind ``sandbox``.
+
+    The style class is ``autofix`` (the neutral one): the candidate was never looked at, so
+    it is neither rewarded nor charged for style.
+    """
+    task = task or {}
+    return {
+        "event_id": feedback_event_id(rollout["rollout_id"], EVALUATOR_FAILURE_VERSION),
+        "schema_version": 1,
+        "created_at_ms": rollout["created_at_ms"],
+        "rollout_id": rollout["rollout_id"],
+        "group_id": rollout["group_id"],
+        "task_id": rollout["task_id"],
+        "bug_pattern": task.get("bug_pattern", ""),
+        "difficulty": task.get("difficulty", 0.0),
+        "sample_index": rollout["sample_index"],
+        "group_size": rollout["group_size"],
+        "policy_version": rollout["policy_version"],
+        "evaluator_version": EVALUATOR_FAILURE_VERSION,
+        "repeats": 0,
+        "tests_total": len(task.get("tests", [])),
+        "tests_passed": 0,
+        "pass_fraction_runs": [0.0],
+        "test_outcomes": [],
+        "error_kind": "sandbox",
+        "error_message": f"{type(exc).__name__}: {exc}"[:2000],
+        "runtime_ms": 0.0,
+        "tree_edit_distance": 1.0,
+        "style_class": "autofix",
+        "prompt_token_ids": list(rollout["prompt_token_ids"]),
+        "completion_token_ids": list(rollout["completion_token_ids"]),
+        "behaviour_logprobs": list(rollout["behaviour_logprobs"]),
+        "finish_reason": rollout["finish_reason"],
+        "completion_text": rollout.get("completion_text", ""),
+    }
+
+
+def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluate | None = None,
+                     pool: object | None = None) -> None:
+    tasks_topic = app.topic(settings.tasks_topic)
+    rollouts_topic = app.topic(settings.rollouts_topic)
+    feedback_topic = app.topic(settings.feedback_topic)
+    deadletter = app.topic(settings.deadletter_topic)
+    tasks = app.GlobalTable("tasks", default=None)  # task_id -> Task record (json)
+    sandbox: dict[str, Any] = {"pool": pool}
+
+    def evaluator() -> Evaluate:
+        return evaluate or import_object(settings.evaluator)
+
+    def get_pool():
+        if sandbox["pool"] is None:  # started on first use: a reshape-only worker never needs it
+            sandbox["pool"] = import_object(settings.pool_factory)()
+        return sandbox["pool"]
+
+    async def dead_letter(event, exc: Exception) -> None:
+        msg = event.message
+        await deadletter.send(key=msg.topic.encode(), value=dead_letter_value(
+            msg.topic, msg.partition, msg.offset, app.conf.id, msg.key, event.value, exc))
+
+    @app.agent(tasks_topic)
+    async def remember_tasks(stream):
+        async for event in stream.events():
+            try:
+                task = CODEC.decode(event.value, "Task")
+            except DecodeError as exc:
+                await dead_letter(event, exc)
+                continue
+            tasks[task["task_id"]] = task
+
+    async def task_for(task_id: str) -> dict | None:
+        """The task, waiting up to ``task_wait_s`` for it: tasks and rollouts race on separate topics."""
+        deadline = time.monotonic() + settings.task_wait_s
+        while True:
+            task = tasks.get(task_id)
+            if task is not None:
+                return task
+            if time.monotonic() >= deadline:
+                return None
+            await asyncio.sleep(0.1)
+
+    @app.agent(rollouts_topic, concurrency=settings.eval_concurrency)
+    async def evaluate_rollouts(stream):
+        async for event in stream.events():
+            try:
+                rollout = CODEC.decode(event.value, "Rollout")
+            except DecodeError as exc:
+                await dead_letter(event, exc)
+                continue
+            task = await task_for(rollout["task_id"])
+            try:
+                if task is None:
+                    raise LookupError(f"task {rollout['task_id']!r} not seen within {settings.task_wait_s}s")
+                feedback = await evaluator()(task, rollout, get_pool())
+                feedback.setdefault("event_id", feedback_event_id(rollout["rollout_id"], feedback["evaluator_version"]))
+                feedback.setdefault("created_at_ms", rollout["created_at_ms"])
+                value = CODEC.encode("Feedback", feedback)
+            except Exception as exc:  # any evaluator failure becomes a sandbox feedback, never a stuck group
+                value = CODEC.encode("Feedback", sandbox_failure_feedback(task, rollout, exc))
+            await feedback_topic.send(key=rollout["group_id"].encode(), value=value)

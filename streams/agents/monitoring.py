@@ -1,0 +1,94 @@
+"""Window statistics of the reshaping: raw vs reshaped reward, zero-variance groups, hacks.
+
+``WindowStats`` is a plain sum of per-group contributions, so windows merge by addition
+(the Faust windowed tables use ``merge`` as their operator) and a window's metrics are
+reproducible from the advantage records alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+# Spread below this counts as "no variance": the group gives GRPO no gradient signal.
+ZERO_SPREAD = 1e-9
+
+
+def _spread(xs: list[float]) -> float:
+    return max(xs) - min(xs)
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    rollouts: int = 0
+    groups: int = 0
+    raw_sum: float = 0.0
+    raw_sumsq: float = 0.0
+    reshaped_sum: float = 0.0
+    reshaped_sumsq: float = 0.0
+    advantage_sum: float = 0.0
+    advantage_sumsq: float = 0.0
+    zero_variance_raw: int = 0
+    zero_variance_reshaped: int = 0
+    hacked: int = 0
+
+    @classmethod
+    def of_group(cls, advantages: list[dict[str, Any]]) -> WindowStats:
+        """The contribution of one emitted group (its advantage records)."""
+        raw = [a["reward_raw"] for a in advantages]
+        reshaped = [a["reward_enhanced"] for a in advantages]
+        adv = [a["advantage"] for a in advantages]
+        return cls(
+            rollouts=len(advantages),
+            groups=1,
+            raw_sum=sum(raw),
+            raw_sumsq=sum(x * x for x in raw),
+            reshaped_sum=sum(reshaped),
+            reshaped_sumsq=sum(x * x for x in reshaped),
+            advantage_sum=sum(adv),
+            advantage_sumsq=sum(x * x for x in adv),
+            zero_variance_raw=int(_spread(raw) <= ZERO_SPREAD),
+            zero_variance_reshaped=int(_spread(adv) <= ZERO_SPREAD),
+            hacked=sum(1 for a in advantages if a.get("hack_flags")),
+        )
+
+    def __add__(self, other: WindowStats) -> WindowStats:
+        return WindowStats(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    def values(self) -> dict[str, float]:
+        """The metric values of the window (the ``values`` map of a Metric record)."""
+        n, g = max(self.rollouts, 1), max(self.groups, 1)
+
+        def mean_var(s: float, ss: float) -> tuple[float, float]:
+            # sums of squares are fine here: rewards and advantages are bounded and O(1)
+            m = s / n
+            return m, max(ss / n - m * m, 0.0)
+
+        raw_m, raw_v = mean_var(self.raw_sum, self.raw_sumsq)
+        rs_m, rs_v = mean_var(self.reshaped_sum, self.reshaped_sumsq)
+        adv_m, adv_v = mean_var(self.advantage_sum, self.advantage_sumsq)
+        return {
+            "rollouts": float(self.rollouts),
+            "groups": float(self.groups),
+            "reward_raw_mean": raw_m,
+            "reward_raw_var": raw_v,
+            "reward_reshaped_mean": rs_m,
+            "reward_reshaped_var": rs_v,
+            "advantage_mean": adv_m,
+            "advantage_var": adv_v,
+            "zero_variance_share_raw": self.zero_variance_raw / g,
+            "zero_variance_share_reshaped": self.zero_variance_reshaped / g,
+            "hack_flag_rate": self.hacked / n,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> WindowStats:
+        return cls(**data) if data else cls()
+
+
+def merge(current: dict[str, Any] | None, delta: dict[str, Any]) -> dict[str, Any]:
+    """Operator of the windowed tables: add a group's contribution to a stored window."""
+    return (WindowStats.from_dict(current) + WindowStats.from_dict(delta)).to_dict()

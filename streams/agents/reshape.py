@@ -1,0 +1,191 @@
+"""The reshape agent: feedback in, ``advantages.<config_id>`` and window metrics out.
+
+Tables it owns:
+- ``reshape-state`` (key: the partition number): the whole ``PartitionReshaper`` of that
+  feedback partition -- group buffer, ``ReshapeState`` (running statistics, EMA baseline,
+  pattern failure history), open metrics window, last applied feedback offset -- as one
+  value, so the state and the offset it covers are always written together. Its changelog
+  partition is the feedback partition, so the worker that owns feedback partition p also
+  recovers state p.
+- ``pattern-tumbling`` / ``pattern-hopping`` (key: bug pattern): ``WindowStats`` per
+  pattern in event time (the newest ``created_at_ms`` of the group), for queries.
+
+Processing guarantee (at-least-once, no lost and no conflicting advantages). Per batch of
+events (``stream.take_events``):
+  1. every partition's reshaper takes its events; feedback at or below its applied offset
+     (re-delivered after a crash) is skipped;
+  2. the advantages, metrics and dead letters are sent and *delivered*;
+  3. each touched partition's state is written once, in the context of its last event.
+Faust acks the batch only after that, and commits offsets only after flushing the
+producer, so the committed offset never runs ahead of the stored state. After a crash the
+recovered state is some state S the worker really had, with its offset A; feedback after
+A is read again and reshaped from S, exactly as the first time (the advantages are a pure
+function of S and the log), so an advantage is at most re-emitted, with the same event id
+and the same values.
+
+Group timeouts use log time. A Faust timer writes one empty record per owned partition to
+``<app_id>-ticks`` (co-partitioned with feedback); the agent advances a partition's clock
+to ``tick time - late_grace_ms`` only when it has consumed all of that partition's
+feedback. A backlog (a restart, a slow worker) therefore never times out a group whose
+missing members are already in the log, and a replay of the log takes the same decisions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from contextlib import contextmanager
+from typing import Iterator
+
+import faust
+from faust.streams import _current_event  # the context variable behind faust.current_event()
+from faust.types import TP
+
+from schemas.codec import CODEC, DecodeError
+from streams.agents.deadletters import dead_letter_value
+from streams.agents.grouping import GroupBuffer
+from streams.agents.monitoring import WindowStats, merge
+from streams.agents.processor import Output, PartitionReshaper
+from streams.app import StreamSettings, advantages_topic_name, ticks_topic_name
+from streams.reshaping.config import ReshapingConfig
+
+
+def new_reshaper(cfg: ReshapingConfig, settings: StreamSettings, partition: int) -> PartitionReshaper:
+    """A fresh partition state; the replay tool builds its own with this too."""
+    return PartitionReshaper(
+        cfg=cfg,
+        partition=partition,
+        buffer=GroupBuffer(timeout_ms=settings.group_timeout_ms, recent_limit=settings.recent_groups),
+        metrics_window_ms=settings.metrics_window_ms,
+    )
+
+
+def log_time_ms(message) -> int:
+    """Kafka timestamp of a Faust message (seconds, float) back in whole milliseconds."""
+    return round(message.timestamp * 1000)
+
+
+@contextmanager
+def current(event) -> Iterator[None]:
+    """Make ``event`` Faust's current event. A table write goes to the changelog partition of
+    the current event, and a batch from ``take_events`` spans partitions, so each
+    partition's state is written in the context of one of its own events."""
+    token = _current_event.set(weakref.ref(event))
+    try:
+        yield
+    finally:
+        _current_event.reset(token)
+
+
+def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettings) -> None:
+    ticks_name = ticks_topic_name(app.conf.id)
+    source = app.topic(settings.feedback_topic, ticks_name)
+    advantages = app.topic(advantages_topic_name(cfg, settings))
+    metrics = app.topic(settings.metrics_topic)
+    deadletter = app.topic(settings.deadletter_topic)
+
+    states = app.Table("reshape-state", default=None)  # json keys and values
+    group_time = {"s": 0.0}  # event time of the group being accounted, read by the windowed tables
+
+    def event_time(_event=None) -> float:
+        return group_time["s"]
+
+    def pattern_table(name: str) -> faust.Table:
+        return app.Table(name, default=dict)  # empty dict = empty window
+
+    tumbling = pattern_table("pattern-tumbling").tumbling(
+        settings.pattern_window_s, expires=settings.pattern_expires_s).relative_to(event_time)
+    hopping = pattern_table("pattern-hopping").hopping(
+        settings.pattern_window_s, settings.pattern_hop_s, expires=settings.pattern_expires_s).relative_to(event_time)
+
+    # Live reshapers, rebuilt from the table after a rebalance (the table is the truth;
+    # this only saves decoding the stored state on every batch).
+    live: dict[int, PartitionReshaper] = {}
+
+    @app.on_partitions_revoked.connect
+    async def _forget_live(sender, revoked, **kwargs) -> None:
+        live.clear()
+
+    def reshaper_for(event) -> PartitionReshaper:
+        partition = event.message.partition
+        proc = live.get(partition)
+        if proc is None:
+            with current(event):
+                stored = states.get(partition)
+            proc = new_reshaper(cfg, settings, partition) if stored is None else PartitionReshaper.from_dict(cfg, stored)
+            live[partition] = proc
+        return proc
+
+    def caught_up(proc: PartitionReshaper) -> bool:
+        """Whether every feedback record of the partition already written has been taken in."""
+        highwater = app.consumer.highwater(TP(settings.feedback_topic, proc.partition))
+        return highwater is not None and proc.applied_offset + 1 >= highwater
+
+    async def step(event, proc: PartitionReshaper, out: Output, pending: list) -> None:
+        """One event of the batch through its partition's reshaper."""
+        msg = event.message
+        if msg.topic == ticks_name:
+            if caught_up(proc):
+                out.extend(proc.on_clock(log_time_ms(msg) - settings.late_grace_ms))
+            return
+        if proc.has_applied(msg.offset):
+            return
+        try:
+            feedback = CODEC.decode(event.value, "Feedback")
+        except DecodeError as exc:
+            pending.append(await deadletter.send(key=msg.topic.encode(), value=dead_letter_value(
+                msg.topic, msg.partition, msg.offset, app.conf.id, msg.key, event.value, exc)))
+            out.extend(proc.on_undecodable(msg.offset, log_time_ms(msg)))
+            return
+        out.extend(proc.on_feedback(feedback, msg.offset, log_time_ms(msg)))
+
+    async def send(out: Output, pending: list) -> None:
+        for fb, exc in out.rejected:
+            pending.append(await deadletter.send(
+                key=settings.feedback_topic.encode(),
+                value=dead_letter_value(settings.feedback_topic, -1, -1, app.conf.id,
+                                        str(fb.get("group_id", "")).encode(), None, exc)))
+        for rec in out.advantages:
+            pending.append(await advantages.send(key=rec["group_id"].encode(), value=CODEC.encode("Advantage", rec)))
+        for metric in out.metrics:
+            pending.append(await metrics.send(key=b"reshape", value=CODEC.encode("Metric", metric)))
+
+    def account_patterns(out: Output) -> None:
+        for group in out.groups:
+            group_time["s"] = max(r["created_at_ms"] for r in group) / 1000.0
+            delta = WindowStats.of_group(group).to_dict()
+            for pattern in {group[0]["bug_pattern"], "*"}:
+                tumbling[pattern].apply(merge, delta)
+                hopping[pattern].apply(merge, delta)
+
+    @app.agent(source)
+    async def reshape(stream):
+        async for batch in stream.take_events(settings.batch_max_events, within=settings.batch_within_s):
+            outs: dict[int, Output] = {}
+            procs: dict[int, PartitionReshaper] = {}
+            last: dict[int, object] = {}  # partition -> its last event in the batch
+            pending: list = []
+            for event in batch:
+                proc = procs[event.message.partition] = reshaper_for(event)
+                last[proc.partition] = event
+                await step(event, proc, outs.setdefault(proc.partition, Output()), pending)
+            for out in outs.values():
+                await send(out, pending)
+            # delivered before the state that records them is written: a crash in
+            # between re-emits them (same ids, same values) rather than loses them
+            await asyncio.gather(*pending)
+            for partition, event in last.items():
+                with current(event):
+                    account_patterns(outs[partition])
+                    states[partition] = procs[partition].to_dict()
+
+    @app.timer(settings.tick_interval_s)
+    async def tick() -> None:
+        # ticks carry no data (an extra or lost tick only moves a clock), so they go
+        # straight through the producer
+        now_ms = int(time.time() * 1000)
+        await app.producer.maybe_start()
+        for tp in app.consumer.assignment():
+            if tp.topic == settings.feedback_topic:
+                await app.producer.send(ticks_name, None, b"", tp.partition, now_ms / 1000.0, None)
