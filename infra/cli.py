@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+import yaml
 
 from infra.broker import InfraError, KafkaBroker
 
@@ -41,6 +42,12 @@ def _mount_components() -> None:
     from consumers.drift.cli import drift
 
     app.command("drift")(drift)
+
+    from producers.evaluation.cli import eval_command, eval_sets_command, experiment_command
+
+    app.command("eval")(eval_command)
+    app.command("eval-sets")(eval_sets_command)
+    app.command("experiment")(experiment_command)
 
     from streams.cli import replay, worker
 
@@ -111,10 +118,14 @@ def run(config: Optional[Path] = typer.Option(None, "--config", exists=True, dir
     from infra.run_config import load_run_config
 
     cfg = load_run_config(config, name=name, steps=steps, model=model, reshaping=reshaping)
-    if resume and config is None and name:  # resume with the config the run recorded
+    if resume:
+        if not name and not (config and "name" in (yaml.safe_load(config.read_text()) or {})):
+            _fail(ValueError("--resume needs the --name of the run to continue"))
         recorded = cfg.run_dir / "run.yaml"
-        if recorded.exists():
+        if config is None and recorded.exists():  # continue with the config the run recorded
             cfg = load_run_config(recorded, steps=steps)
+    elif not name and not (config and "name" in (yaml.safe_load(config.read_text()) or {})):
+        cfg = cfg.model_copy(update={"name": time.strftime("run-%Y%m%d-%H%M%S")})  # every run its own folder
     try:
         Orchestrator(cfg, resume=resume).run()
     except RunError as exc:

@@ -134,6 +134,11 @@ class EventConsumer:
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
                     continue
+                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART and not err.fatal():
+                    # a subscribed pattern with no topic yet (advantages.* before any config
+                    # ran): the consumer picks it up once it exists
+                    log.debug("%s", err.str())
+                    continue
                 raise KafkaException(err)
             try:
                 payload = self._codec.writer_name(msg.value())

@@ -1,0 +1,95 @@
+"""Typer commands: `reshaper eval`, `reshaper eval-sets`, `reshaper experiment`.
+
+    app.command("eval")(eval_command); app.command("eval-sets")(eval_sets_command)
+    app.command("experiment")(experiment_command)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from producers.evaluation.experiment import base_model_dir, final_policy
+
+
+def _policy(model: Path | None, run: Path | None, policy_version: int | None) -> tuple[Path, Path | None, int]:
+    """(base model dir, adapter dir or None, version) from --model or --run [--policy-version]."""
+    if (model is None) == (run is None):
+        raise typer.BadParameter("give exactly one of --model DIR or --run RUNDIR")
+    if model is not None:
+        return model, None, 0
+    if policy_version == 0:
+        return base_model_dir(run), None, 0
+    if policy_version is None:
+        adapter, version = final_policy(run)
+    else:
+        adapter, version = run / "policy" / f"v-{policy_version:08d}", policy_version
+    if adapter is None or not adapter.exists():
+        raise typer.BadParameter(f"{run}: no published policy {'v' + str(policy_version) if policy_version else ''}")
+    return base_model_dir(run), adapter, version
+
+
+def eval_command(
+    tasks: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="bug set JSONL (see taskfile.py)")],
+    model: Annotated[Optional[Path], typer.Option(help="a Hugging Face model directory")] = None,
+    run: Annotated[Optional[Path], typer.Option(help="a run folder (runs/<name>)")] = None,
+    policy_version: Annotated[
+        Optional[int], typer.Option(help="policy version of --run (default newest; 0: base)")
+    ] = None,
+    k: Annotated[int, typer.Option(help="pass@k")] = 4,
+    n: Annotated[Optional[int], typer.Option(help="samples per task (default k)")] = None,
+    temperature: Annotated[float, typer.Option(help="temperature of the n samples")] = 0.8,
+    max_new_tokens: Annotated[int, typer.Option(help="completion cap")] = 256,
+    seed: Annotated[int, typer.Option(help="sampling seed")] = 0,
+    out: Annotated[Path, typer.Option(help="report JSON")] = Path("eval.json"),
+    workers: Annotated[int, typer.Option(help="sandbox processes")] = 2,
+    bootstrap: Annotated[Optional[str], typer.Option(help="also publish an `eval` Metric to this Kafka")] = None,
+) -> None:
+    """Evaluate a policy on a bug set: success@1, pass@k, pass fraction, edit distance, style, hacks."""
+    from producers.evaluation.eval import evaluate_policy, publish_eval_metric, render_table
+    from producers.evaluation.taskfile import read_eval_tasks
+    from streams.sandbox import SandboxConfig, SandboxPool
+
+    base, adapter, version = _policy(model, run, policy_version)
+    bug_set = read_eval_tasks(tasks)
+    with SandboxPool(SandboxConfig(workers=workers)) as pool:
+        report = evaluate_policy(base, bug_set, adapter=adapter, policy_version=version, k=k, n=n,
+                                 temperature=temperature, max_new_tokens=max_new_tokens, pool=pool, seed=seed)
+    report.write_json(out)
+    render_table(report)
+    if bootstrap:
+        publish_eval_metric(report, bootstrap, eval_set=tasks.stem)
+    typer.echo(f"report in {out}")
+
+
+def eval_sets_command(
+    out_dir: Annotated[Path, typer.Option(help="folder for validation.jsonl and humaneval.jsonl")] = Path("eval_sets"),
+    corpus: Annotated[Optional[Path], typer.Option(help="a corpus JSONL (default: build/cache one)")] = None,
+    seed: Annotated[int, typer.Option(help="corpus seed (when building)")] = 0,
+    max_functions: Annotated[Optional[int], typer.Option(help="corpus size cap (when building)")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="tasks per set")] = None,
+) -> None:
+    """Write the held-out bug sets (validation split, HumanEval with injected bugs) of a corpus."""
+    from producers.evaluation.converters import EVAL_SETS, convert_corpus
+
+    if corpus is None:
+        from producers.corpus import CorpusBuildConfig, cached_build
+
+        corpus = cached_build(CorpusBuildConfig(seed=seed, max_functions=max_functions))
+    for name in EVAL_SETS:
+        count = convert_corpus(corpus, out_dir / f"{name}.jsonl", name, limit=limit)
+        typer.echo(f"{out_dir / f'{name}.jsonl'}: {count} tasks")
+
+
+def experiment_command(
+    config: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="ExperimentConfig YAML (presets/)")],
+) -> None:
+    """Train every arm x seed with the full loop, evaluate on held-out bugs, write tables and plots."""
+    from producers.evaluation.experiment import ExperimentConfig, run_experiment
+
+    cfg = ExperimentConfig.from_yaml(config)
+    run_experiment(cfg)
+    typer.echo((cfg.dir / "results.md").read_text())
+    typer.echo(f"experiment folder: {cfg.dir}")

@@ -1,0 +1,184 @@
+"""`reshaper eval`: a policy's repair quality on a bug set, every candidate run in the sandbox.
+
+Bug-set format (JSONL, one task per line; full corpus Task records are accepted too):
+`task_id`, `buggy_code`, `entry_point`, `tests` (list of asserts) or `test_code`
+(HumanEval `def check(candidate)`), optional `bug_pattern`, `reference_code`,
+`test_setup_code`, `test_imports`, `difficulty`, `source`. See `taskfile.py` for details.
+
+Per task the policy makes one greedy repair (success@1) and n temperature samples
+(pass@k, unbiased estimator). Sampling is a parameter (`Generate`), so tests can evaluate
+fixed answers and the CLI wraps the transformers backend. Candidates go through the same
+evaluator the training stream uses (`streams.feedback.evaluate`), so "passed" and the
+hack flags mean here exactly what they mean in training.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from producers.evaluation.metrics import CandidateOutcome, Metrics, summarise, summarise_by_pattern
+from producers.generator.backends.base import SamplingParams
+from streams.feedback.evaluate import EvaluatorConfig, aevaluate_rollout
+from streams.sandbox import SandboxPool
+
+# tasks and sampling parameters in, params.n completion texts per task out (in task order)
+Generate = Callable[[Sequence[dict], SamplingParams], list[list[str]]]
+
+# The adversarial and rename checks feed fields the metrics do not read and triple the
+# sandbox work per candidate, so evaluation leaves them off by default.
+EVAL_EVALUATOR = EvaluatorConfig(adversarial_inputs=0, rename_check=False)
+
+
+@dataclass
+class EvalReport:
+    model: str
+    adapter: str | None
+    policy_version: int
+    settings: dict
+    overall: Metrics
+    per_pattern: dict[str, Metrics]
+    candidates: list[CandidateOutcome] = field(repr=False)
+    seconds: float = 0.0
+
+    def to_dict(self, with_candidates: bool = True) -> dict:
+        data = {"model": self.model, "adapter": self.adapter, "policy_version": self.policy_version,
+                "settings": self.settings, "seconds": round(self.seconds, 2), "overall": self.overall.to_dict(),
+                "per_pattern": {p: m.to_dict() for p, m in self.per_pattern.items()}}
+        if with_candidates:
+            data["candidates"] = [asdict(c) for c in self.candidates]
+        return data
+
+    def write_json(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=2))
+        return path
+
+
+def hf_generate(backend) -> Generate:
+    """A Generate over a GenerationBackend with a tokenizer (the transformers backend)."""
+    from producers.generator.prompt import render_prompt
+
+    def generate(tasks: Sequence[dict], params: SamplingParams) -> list[list[str]]:
+        prompts = [render_prompt(backend.tokenizer, t["buggy_code"]) for t in tasks]
+        return [[s.text for s in group] for group in backend.generate(prompts, params)]
+
+    return generate
+
+
+def load_generate(model_dir: str | Path, adapter: str | Path | None = None, policy_version: int = 1,
+                  device: str = "auto") -> Generate:
+    """The transformers backend on `model_dir`, wearing `adapter` (a LoRA or full policy dir) if given."""
+    from producers.generator.backends.hf import TransformersBackend
+
+    backend = TransformersBackend(model_dir, device=device)
+    if adapter is not None:
+        backend.load_policy(max(policy_version, 1), str(adapter))
+    return hf_generate(backend)
+
+
+def _rollout(task: dict, text: str, index: int, size: int, version: int, seed: int) -> dict:
+    """The rollout fields the evaluator reads (tokens are not needed to score a repair)."""
+    return {"rollout_id": f"eval-{task['task_id']}-{index}", "group_id": f"eval-{task['task_id']}",
+            "task_id": task["task_id"], "sample_index": index, "group_size": size, "policy_version": version,
+            "prompt_token_ids": [], "completion_token_ids": [], "behaviour_logprobs": [], "finish_reason": "stop",
+            "completion_text": text, "created_at_ms": int(time.time() * 1000), "sampling_seed": seed}
+
+
+def _outcome(task: dict, fb: dict, greedy: bool) -> CandidateOutcome:
+    passed = fb["tests_total"] > 0 and min(fb["pass_fraction_runs"]) == 1.0
+    return CandidateOutcome(task_id=task["task_id"], bug_pattern=task["bug_pattern"], greedy=greedy, passed=passed,
+                            pass_fraction=min(fb["pass_fraction_runs"]), tree_edit_distance=fb["tree_edit_distance"],
+                            style_class=fb["style_class"], hack_flags=tuple(fb["hack_flags"]),
+                            completion_text=fb["completion_text"])
+
+
+async def _score(tasks: list[dict], greedy: list[list[str]], sampled: list[list[str]], pool: SandboxPool,
+                 cfg: EvaluatorConfig, version: int, seed: int) -> list[CandidateOutcome]:
+    jobs = []
+    for task, g, s in zip(tasks, greedy, sampled):
+        texts = [(text, True) for text in g] + [(text, False) for text in s]
+        for i, (text, is_greedy) in enumerate(texts):
+            jobs.append((task, is_greedy, _rollout(task, text, i, len(texts), version, seed)))
+    # the pool bounds the parallelism; gather only keeps every worker busy
+    feedback = await asyncio.gather(*(aevaluate_rollout(task, r, pool, cfg) for task, _, r in jobs))
+    return [_outcome(task, fb, is_greedy) for (task, is_greedy, _), fb in zip(jobs, feedback)]
+
+
+def evaluate_policy(model_dir: str | Path | None, tasks: Sequence[dict], *, adapter: str | Path | None = None,
+                    k: int = 4, n: int | None = None, temperature: float = 0.8, max_new_tokens: int = 256,
+                    pool: SandboxPool, seed: int = 0, policy_version: int = 0, generate: Generate | None = None,
+                    evaluator: EvaluatorConfig = EVAL_EVALUATOR) -> EvalReport:
+    """Evaluate a policy on `tasks` (normalised bug-set records).
+
+    One greedy repair per task (success@1) and n >= k samples at `temperature` (pass@1 and
+    pass@k by the unbiased estimator; n defaults to k). `generate` replaces the policy
+    (tests, other engines); without it the transformers backend is loaded from `model_dir`.
+    """
+    n = n or k
+    if not tasks:
+        raise ValueError("no tasks to evaluate")
+    if not 1 <= k <= n:
+        raise ValueError(f"need 1 <= k <= n, got k={k}, n={n}")
+    t0 = time.monotonic()
+    if generate is None:
+        if model_dir is None:
+            raise ValueError("give model_dir or a generate callable")
+        generate = load_generate(model_dir, adapter, policy_version)
+    tasks = list(tasks)
+    greedy = generate(tasks, SamplingParams(n=1, temperature=0.0, max_new_tokens=max_new_tokens, seed=seed))
+    sampled = generate(tasks, SamplingParams(n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed))
+    if len(greedy) != len(tasks) or len(sampled) != len(tasks):
+        raise ValueError("generate returned a different number of groups than tasks")
+    outcomes = asyncio.run(_score(tasks, greedy, sampled, pool, evaluator, policy_version, seed))
+    ks = sorted({1, k})
+    settings = {"k": k, "n": n, "temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed,
+                "tasks": len(tasks), "evaluator_version": evaluator.version}
+    return EvalReport(model=str(model_dir), adapter=str(adapter) if adapter else None, policy_version=policy_version,
+                      settings=settings, overall=summarise(outcomes, ks),
+                      per_pattern=summarise_by_pattern(outcomes, ks),
+                      candidates=outcomes, seconds=time.monotonic() - t0)
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def render_table(report: EvalReport, console=None) -> None:
+    """Print the overall and per-pattern metrics as one rich table."""
+    from rich.console import Console
+    from rich.table import Table
+
+    ks = sorted(report.overall.pass_at_k)
+    table = Table(title=f"eval: {report.adapter or report.model} (policy v{report.policy_version})")
+    for col in ["pattern", "tasks", "success@1", *[f"pass@{k}" for k in ks], "pass frac", "TED (fixed)",
+                "style clean", "hacked", "hacked fixes"]:
+        table.add_column(col, justify="left" if col == "pattern" else "right")
+    rows = [("ALL", report.overall), *report.per_pattern.items()]
+    for name, m in rows:
+        table.add_row(name, str(m.tasks), _fmt(m.success_at_1), *[_fmt(m.pass_at_k.get(k)) for k in ks],
+                      _fmt(m.mean_pass_fraction), _fmt(m.mean_tree_edit_distance_success), _fmt(m.style_clean_share),
+                      _fmt(m.hack_share), _fmt(m.hacked_success_share))
+    (console or Console()).print(table)
+
+
+def publish_eval_metric(report: EvalReport, bootstrap: str, eval_set: str = "", config_id: str = "") -> dict:
+    """Send the report's headline numbers as an `eval` Metric (read by the drift query
+    proxy_vs_heldout); step is the policy version."""
+    from infra.kafka_io import EventProducer
+
+    values = {"success_at_1": report.overall.success_at_1 or 0.0,
+              "pass_at_k": report.overall.pass_at_k[max(report.overall.pass_at_k)],
+              "mean_pass_fraction": report.overall.mean_pass_fraction}
+    record = {"source": "eval", "step": report.policy_version, "config_id": config_id, "values": values,
+              "labels": {"policy_version": str(report.policy_version), "eval_set": eval_set,
+                         "k": str(report.settings["k"])}}
+    producer = EventProducer(bootstrap)
+    sent = producer.send("metrics", "eval", "Metric", record)
+    producer.flush()
+    return sent

@@ -1,0 +1,45 @@
+import json
+
+import pytest
+
+from producers.evaluation.converters import convert_corpus, select_tasks
+from producers.evaluation.taskfile import read_eval_tasks
+
+
+def record(task_id, split, source):
+    return {"task_id": task_id, "function_id": task_id[:4], "source": source, "split": split, "description": "",
+            "entry_point": "f", "reference_code": "def f():\n    return 1\n", "buggy_code": "def f():\n    return 2\n",
+            "test_setup_code": "", "test_imports": [], "tests": ["assert f() == 1"], "bug_pattern": "wrong_constant",
+            "difficulty": 0.1, "seed": 0}
+
+
+CORPUS = [record("m-2", "validation", "mbpp"), record("m-1", "validation", "mbpp"), record("t-1", "train", "mbpp"),
+          record("h-1", "heldout", "humaneval"), record("h-0", "heldout", "humaneval")]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in CORPUS))
+    return path
+
+
+def test_validation_and_humaneval_sets(corpus, tmp_path):
+    assert convert_corpus(corpus, tmp_path / "val.jsonl", "validation") == 2
+    assert convert_corpus(corpus, tmp_path / "he.jsonl", "humaneval") == 2
+    val = read_eval_tasks(tmp_path / "val.jsonl")
+    he = read_eval_tasks(tmp_path / "he.jsonl")
+    assert [t["task_id"] for t in val] == ["m-1", "m-2"]  # task-id order
+    assert [t["task_id"] for t in he] == ["h-0", "h-1"] and {t["source"] for t in he} == {"humaneval"}
+    line = json.loads((tmp_path / "val.jsonl").read_text().splitlines()[0])
+    assert "split" not in line and line["reference_code"].startswith("def f")
+
+
+def test_limit_and_errors(corpus, tmp_path):
+    assert [t["task_id"] for t in select_tasks(CORPUS, split="heldout", source="humaneval", limit=1)] == ["h-0"]
+    with pytest.raises(ValueError, match="unknown eval set"):
+        convert_corpus(corpus, tmp_path / "x.jsonl", "train")
+    only_train = tmp_path / "train.jsonl"
+    only_train.write_text(json.dumps(CORPUS[2]) + "\n")
+    with pytest.raises(ValueError, match="no tasks"):
+        convert_corpus(only_train, tmp_path / "y.jsonl", "validation")
