@@ -11,6 +11,7 @@ down in the order that loses nothing (each consumer's lag is zero before it stop
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -24,10 +25,23 @@ import yaml
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from infra.broker import InfraError, KafkaBroker
+from infra.broker import InfraError, KafkaBroker, _port_open
 from infra.run_config import RunConfig
-from infra.settings import home_dir
+from infra.settings import BrokerSettings, home_dir
 from infra.topics import advantages_topic, ensure_topics, event_topics
+
+
+def _stable_port(name: str) -> int:
+    """A port in 20000-29998 derived from the run name, so a resumed run finds its broker."""
+    return 20000 + 2 * (int(hashlib.sha256(name.encode()).hexdigest(), 16) % 5000)
+
+
+def _free_port_pair(port: int) -> int:
+    """`port` if it and port+1 (the controller) are free, else the next free pair."""
+    for candidate in range(port, port + 200, 2):
+        if not any(_port_open("127.0.0.1", p) for p in (candidate, candidate + 1)):
+            return candidate
+    raise RunError(f"no free port pair near {port} for the run's broker")
 
 
 class RunError(RuntimeError):
@@ -148,13 +162,19 @@ class Orchestrator:
             raise RunError(f"nothing to resume at {self.dir}")
         self.dir.mkdir(parents=True, exist_ok=True)
         self.components: list[Component] = []
+        self.own_broker: KafkaBroker | None = None
 
     # --- preparation ------------------------------------------------------------------
     def bootstrap(self) -> str:
         if self.cfg.bootstrap:
             return self.cfg.bootstrap
         try:
-            return KafkaBroker().up().bootstrap
+            if self.cfg.broker == "shared":
+                return KafkaBroker().up().bootstrap
+            port = self.cfg.kafka_port or _free_port_pair(_stable_port(self.cfg.name))
+            self.cfg = self.cfg.model_copy(update={"kafka_port": port})  # recorded, so --resume finds it
+            self.own_broker = KafkaBroker(BrokerSettings(port=port, home=self.dir / "kafka"))
+            return self.own_broker.up().bootstrap
         except InfraError as exc:
             raise RunError(str(exc)) from exc
 
@@ -209,6 +229,13 @@ class Orchestrator:
 
     # --- the run ----------------------------------------------------------------------
     def run(self, progress: bool = True) -> dict:
+        try:
+            return self._run(progress)
+        finally:
+            if self.own_broker is not None:  # the run's own broker lives as long as the run
+                self.own_broker.down()
+
+    def _run(self, progress: bool) -> dict:
         c = self.cfg
         t0 = time.monotonic()
         bootstrap = self.bootstrap()

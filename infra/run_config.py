@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from infra.settings import REPO_ROOT
@@ -38,7 +40,11 @@ class RunConfig(BaseModel):
     use_lora: bool = True
     beta: float = Field(0.0, ge=0, description="KL to the reference; 0 skips the reference pass")
     # services
-    bootstrap: str | None = Field(None, description="an existing Kafka cluster; default: the local broker")
+    broker: Literal["own", "shared"] = Field(
+        "own", description="own: a broker of this run (data in the run folder, so runs never read each other's "
+        "events); shared: the machine's local broker (RESHAPER_KAFKA_PORT)")
+    kafka_port: int | None = Field(None, description="port of the run's own broker; default: derived from the name")
+    bootstrap: str | None = Field(None, description="an existing Kafka cluster; overrides `broker`")
     store: str | None = Field(None, description="ClickHouse server URL; default: chDB in the run folder")
     sandbox_workers: int = Field(2, ge=1)
 
