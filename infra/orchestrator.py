@@ -144,8 +144,8 @@ class MetricsTail:
             elif m["source"] == "generator":
                 p.groups = int(v.get("groups", p.groups))
             elif m["source"] == "reshape" and m["config_id"] in ("", self.config_id):
-                p.reward_raw = v.get("raw_mean", p.reward_raw)
-                p.reward_reshaped = v.get("reshaped_mean", p.reward_reshaped)
+                p.reward_raw = v.get("reward_raw_mean", p.reward_raw)
+                p.reward_reshaped = v.get("reward_reshaped_mean", p.reward_reshaped)
         return self.progress
 
     def close(self) -> None:

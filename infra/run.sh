@@ -4,5 +4,4 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$REPO"
-"$PY" -m infra.cli infra up
 "$PY" -m infra.cli run "$@"

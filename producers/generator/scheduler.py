@@ -146,14 +146,10 @@ class TopicFollower:
         self.consumer.close()
 
 
-class TaskFeed:
-    """The train tasks (by id) and the latest per-pattern success rates, kept current."""
+class FollowedFeed:
+    """State folded from followed topics: subclasses set `self.follower` and define `apply`."""
 
-    def __init__(self, tasks_topic: str = "tasks", metrics_topic: str = "metrics", bootstrap: str | None = None):
-        self.tasks_topic, self.metrics_topic = tasks_topic, metrics_topic
-        self.follower = TopicFollower([tasks_topic, metrics_topic], bootstrap, name="generator-tasks")
-        self.tasks_by_id: dict[str, dict] = {}
-        self.success_rates: dict[str, float] = {}
+    follower: "TopicFollower"
 
     def poll(self, timeout_s: float = 0.0) -> int:
         """Read what has arrived; returns how many events were applied."""
@@ -161,6 +157,19 @@ class TaskFeed:
         for event in events:
             self.apply(event.topic, event.payload, event.record)
         return len(events)
+
+    def apply(self, topic: str, payload: str, record: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+
+class TaskFeed(FollowedFeed):
+    """The train tasks (by id) and the latest per-pattern success rates, kept current."""
+
+    def __init__(self, tasks_topic: str = "tasks", metrics_topic: str = "metrics", bootstrap: str | None = None):
+        self.tasks_topic, self.metrics_topic = tasks_topic, metrics_topic
+        self.follower = TopicFollower([tasks_topic, metrics_topic], bootstrap, name="generator-tasks")
+        self.tasks_by_id: dict[str, dict] = {}
+        self.success_rates: dict[str, float] = {}
 
     def apply(self, topic: str, payload: str, record: dict[str, Any]) -> None:
         if topic == self.tasks_topic and payload == "Task":

@@ -32,7 +32,7 @@ from infra.kafka_io import DeliveryError, EventProducer
 from producers.generator.backends.base import GenerationBackend, Sample, SamplingParams
 from producers.generator.config import GeneratorConfig
 from producers.generator.prompt import PROMPT_TEMPLATE_VERSION, render_prompt
-from producers.generator.scheduler import Curriculum, CurriculumConfig, TaskFeed, TopicFollower
+from producers.generator.scheduler import Curriculum, CurriculumConfig, FollowedFeed, TaskFeed, TopicFollower
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ def rollout_records(
     ]
 
 
-class LearnerFeed:
+class LearnerFeed(FollowedFeed):
     """What the learner side says back: the newest policy version and the scored group ids."""
 
     def __init__(self, policy_topic: str, scored_topic: str, config_id: str, bootstrap: str | None = None):
@@ -171,12 +171,6 @@ class LearnerFeed:
         self.latest_version = 0
         self.latest_location: str | None = None
         self.scored_groups: set[str] = set()
-
-    def poll(self, timeout_s: float = 0.0) -> int:
-        events = self.follower.poll(timeout_s)
-        for event in events:
-            self.apply(event.topic, event.payload, event.record)
-        return len(events)
 
     def apply(self, topic: str, payload: str, record: dict[str, Any]) -> None:
         if topic == self.policy_topic and payload == "PolicyVersion":
