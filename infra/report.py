@@ -30,6 +30,8 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
             "SELECT policy_version, count(), avg(reward_raw), avg(reward_enhanced), avg(advantage) "
             "FROM advantages FINAL WHERE config_id = {c:String} GROUP BY policy_version ORDER BY policy_version",
             {"c": config_id}).rows
+        published = store.query("SELECT max(version) FROM policy FINAL WHERE config_id = {c:String}",
+                                {"c": config_id}).rows[0][0]
         drift = _drift_reports(store, config_id, report_dir)
     rows = {}
     for step, values in learner:  # a step redone after a crash: the last report wins
@@ -42,7 +44,7 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
     summary = {
         "config_id": config_id, "seconds": round(seconds, 1), "interrupted": interrupted,
         "learner_steps": max(rows) if rows else 0,
-        "policy_version": int(max((r["policy_version"] or 0) for r in rows.values())) if rows else 0,
+        "policy_version": int(published or 0),  # the newest version the learner published
         "rows": counts,
         "by_policy_version": [{"policy_version": v, "rollouts": n, "pass_rate": round(raw, 4),
                                "reward_enhanced": round(enh, 4), "advantage_mean": round(adv, 4)}

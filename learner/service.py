@@ -133,11 +133,11 @@ class LearnerService:
                 ready = self.accumulator.add(record)
                 if ready is not None:
                     # records past this point in the same poll stay unread: rewind to them
-                    self._rewind_after(msg)
+                    self._rewind()
                     return ready
         return None
 
-    def _rewind_after(self, msg) -> None:
+    def _rewind(self) -> None:
         for partition, offset in self.positions.items():
             self.consumer.seek(TopicPartition(self.topic, partition, offset))
 
