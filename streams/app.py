@@ -1,4 +1,4 @@
-"""The Faust app of reshaper: one app, two agents, tables in RocksDB backed by changelogs.
+"""The Faust app of reshaper: one app, two agents, tables backed by changelog topics.
 
 ``create_app`` builds an isolated app (its own id, consumer group, tables and data
 directory), so the worker, the tests and a replay under a new config never share state.
@@ -6,30 +6,30 @@ directory), so the worker, the tests and a replay under a new config never share
 Choices, briefly:
 - values travel as raw bytes in our Avro single-object encoding; agents decode them
   themselves so that a record that does not decode is dead-lettered, not fatal;
-- tables live in RocksDB through ``rocksdict`` (faust-streaming's ``rocksdb://`` store
-  picks it up when python-rocksdb is absent) and are rebuilt from their compacted
-  changelog topics after a crash; ``store="memory"`` keeps them in memory, same changelog;
-- processing guarantee: at-least-once by default. faust-streaming's ``exactly_once``
-  (Kafka transactions) still let duplicate advantages through after a SIGKILL in
-  ``tests/streams/test_crash.py``, so it is an option, not the default. What holds instead:
-  every advantage is delivered before the partition state that records it is written, and
-  that state carries the last applied feedback offset, so after a crash nothing is lost,
-  re-delivered feedback does not move the state twice, and an advantage is re-emitted only
-  if the crash fell between its delivery and the state write -- with the same
-  deterministic event id (hash of config id and rollout id), for consumers to drop.
+- tables are in memory by default and rebuilt from their compacted changelog topics on
+  start: the changelog is then the one copy of the state, so what a restarted worker
+  recovers is exactly the newest state it delivered. ``store="rocksdb"`` adds a local
+  RocksDB copy (``rocksdict``) for tables too large to re-read on every start;
+- processing guarantee: at-least-once with deterministic advantage ids (see
+  ``streams/agents/reshape.py`` for why nothing is lost and a re-emitted advantage always
+  carries the values of its first emission). faust-streaming's ``exactly_once`` (Kafka
+  transactions) is an option; it is not the default because it still let duplicates
+  through after a SIGKILL in our crash test, and consumers must drop repeated ids anyway.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Awaitable, Callable, Literal
+from typing import TYPE_CHECKING, Awaitable, Callable, Literal
 
-import faust
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from infra.topics import KEEP_FOREVER, TopicSpec, advantages_topic, ensure_topics
 from streams.reshaping.config import ReshapingConfig
+
+if TYPE_CHECKING:  # Faust is imported only where an app is built: the replay never needs it
+    import faust
 
 Evaluate = Callable[[dict, dict, object], Awaitable[dict]]
 
@@ -53,18 +53,27 @@ class StreamSettings(BaseModel):
         "at_least_once", description="plain commits, outputs deduplicated by deterministic ids (the default: "
         "faust-streaming's exactly_once duplicated outputs in our crash test) or Kafka transactions."
     )
-    store: Literal["rocksdb", "memory"] = Field("rocksdb", description="local table store; both use changelogs.")
+    store: Literal["rocksdb", "memory"] = Field(
+        "memory", description="local table store. memory (the default): the changelog is the only copy, so "
+        "a restarted worker recovers exactly the newest delivered state; rocksdb keeps a local copy too "
+        "(faster restarts of large tables).")
     commit_interval_s: float = Field(0.5, gt=0, description="how often offsets (and transactions) commit.")
     group_timeout_ms: int = Field(30_000, ge=1, description="log time a group waits for its missing members.")
     late_grace_ms: int = Field(
         2_000, ge=0, description="the timer releases groups only this far behind the wall clock, "
         "so records already produced but not yet consumed can still join their group."
     )
+    batch_max_events: int = Field(500, ge=1, description="events the reshape agent takes per batch "
+                                  "(one state write per partition and batch).")
+    batch_within_s: float = Field(0.05, gt=0, description="how long a batch waits to fill before it is processed.")
+    session_timeout_s: float = Field(10.0, gt=0, description="consumer session timeout: how soon the group "
+                                     "gives a dead worker's partitions to another (or its own restart).")
     tick_interval_s: float = Field(1.0, gt=0, description="period of the group-timeout timer.")
     recent_groups: int = Field(4096, ge=1, description="emitted group ids remembered to drop stragglers.")
     metrics_window_ms: int = Field(60_000, ge=1, description="tumbling event-time window of the published metrics.")
     pattern_window_s: float = Field(300.0, gt=0, description="size of the per-pattern tumbling and hopping windows.")
-    pattern_hop_s: float = Field(60.0, gt=0, description="step of the per-pattern hopping window.")
+    pattern_hop_s: float = Field(60.0, gt=0, description="step of the per-pattern hopping window "
+                                 "(pattern_window_s is a whole number of steps).")
     pattern_expires_s: float = Field(3600.0, gt=0, description="how long per-pattern windows are kept.")
     eval_concurrency: int = Field(8, ge=1, description="rollouts evaluated at once (agent concurrency).")
     task_wait_s: float = Field(30.0, ge=0, description="how long a rollout waits for its task to arrive.")
@@ -72,8 +81,17 @@ class StreamSettings(BaseModel):
         "streams.feedback.evaluate:aevaluate_rollout", description="import path of the async rollout evaluator."
     )
     pool_factory: str = Field(
-        "streams.agents.feedback:default_pool", description="import path of a callable returning the sandbox pool."
+        "streams.agents.feedback:default_pool",
+        description="import path of a callable (workers) -> started sandbox pool.",
     )
+    sandbox_workers: int | None = Field(None, ge=1, description="warm sandbox workers; None: the sandbox's default.")
+
+    @model_validator(mode="after")
+    def _window_is_whole_hops(self) -> "StreamSettings":
+        steps = self.pattern_window_s / self.pattern_hop_s
+        if abs(steps - round(steps)) > 1e-9:
+            raise ValueError("pattern_window_s must be a whole multiple of pattern_hop_s")
+        return self
 
 
 def advantages_topic_name(cfg: ReshapingConfig, settings: StreamSettings) -> str:
@@ -109,6 +127,8 @@ def create_app(app_id: str, cfg: ReshapingConfig, bootstrap: str, data_dir: str 
     ``evaluate`` and ``pool`` replace the evaluator and the sandbox pool named in the
     settings (tests hand in their own).
     """
+    import faust
+
     from streams.agents.feedback import install_feedback
     from streams.agents.reshape import install_reshape
 
@@ -125,6 +145,8 @@ def create_app(app_id: str, cfg: ReshapingConfig, bootstrap: str, data_dir: str 
         key_serializer="raw",
         value_serializer="raw",
         broker_commit_interval=settings.commit_interval_s,
+        broker_session_timeout=settings.session_timeout_s,
+        broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
         consumer_auto_offset_reset="earliest",
         table_standby_replicas=0,
         web_enabled=False,

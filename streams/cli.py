@@ -50,6 +50,7 @@ def replay(
     config: Path = typer.Option(..., help="the reshaping config to replay the feedback log under"),
     start: str = typer.Option("earliest", "--from", help="'earliest' or a timestamp in ms since the epoch"),
     follow: bool = typer.Option(False, help="keep running after catching up"),
+    processes: Optional[int] = typer.Option(None, help="parallel replay processes (default: one per partition and CPU)"),
     settings: Optional[Path] = typer.Option(None, help="StreamSettings as JSON (topics, timeouts)"),
     bootstrap: Optional[str] = typer.Option(None, help="Kafka bootstrap servers (default: RESHAPER_BOOTSTRAP)"),
 ) -> None:
@@ -60,7 +61,8 @@ def replay(
     cfg = load_config(config)
     start_ms = None if start == "earliest" else int(start)
     report = run_replay(cfg, ReplayOptions(bootstrap=bootstrap or bootstrap_servers(), settings=_settings(settings),
-                                           start_ms=start_ms, follow=follow, progress=True))
+                                           start_ms=start_ms, follow=follow, progress=True,
+                                           processes=processes))
     typer.echo(f"replayed {report.feedback} feedback events into {report.topic}: "
                f"{report.advantages} advantages in {report.seconds:.1f}s ({report.rate:.0f} events/s)")
 

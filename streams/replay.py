@@ -1,18 +1,24 @@
 """Replay the feedback log under a reshaping config into ``advantages.<config_id>``.
 
-The fast path: a confluent-kafka consumer reads every feedback partition from the start
-(or from a timestamp) and feeds each partition's records, in log order, through the same
-``PartitionReshaper`` the reshape agent uses -- same group buffer, same log-time
-timeouts, same per-partition state -- so replaying with the config of a live stream
-reproduces its advantages exactly, and a new config writes a new stream beside it. A
-bounded replay stops once every partition reached the end offset it had when the replay
-began, releasing the groups still pending (``--follow`` keeps reading instead).
+No Faust here: the replay shares only the pure per-partition logic with the reshape agent.
+Each feedback partition is read from the start (or from a timestamp) by a confluent-kafka
+consumer in large batches and fed, in log order, through the same ``PartitionReshaper``
+-- same group buffer, same log-time timeouts, same per-partition state -- so replaying
+with the config of a live stream reproduces its advantages exactly, and a new config
+writes a new stream beside it. Partitions share no state, so they replay in parallel
+processes. Records are produced without waiting for each delivery; a replay flushes (and
+raises on any undelivered record) before it reports. A bounded replay stops once every
+partition reached the end offset it had when the replay began, releasing the groups still
+pending (``follow`` keeps reading instead).
 """
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from multiprocessing import get_context
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -23,8 +29,7 @@ from infra.kafka_io import EventProducer
 from infra.topics import KEEP_FOREVER, TopicSpec, advantages_topic, ensure_topics
 from schemas.codec import CODEC, DecodeError
 from streams.agents.deadletters import dead_letter_value
-from streams.agents.processor import Output, PartitionReshaper
-from streams.agents.reshape import new_reshaper
+from streams.agents.processor import Output, new_reshaper
 from streams.app import StreamSettings, advantages_topic_name
 from streams.reshaping.config import ReshapingConfig
 
@@ -36,8 +41,11 @@ class ReplayOptions(BaseModel):
     settings: StreamSettings = Field(default_factory=StreamSettings, description="topics and group timeouts.")
     start_ms: int | None = Field(None, description="replay from this log time (ms); None: from the start.")
     follow: bool = Field(False, description="keep reading after catching up instead of stopping.")
-    progress: bool = Field(False, description="show a tqdm bar with events/s and lag.")
-    batch: int = Field(2000, ge=1, description="records fetched per poll.")
+    progress: bool = Field(False, description="show a tqdm bar of replayed partitions.")
+    batch: int = Field(10_000, ge=1, description="records fetched per poll.")
+    processes: int | None = Field(
+        None, ge=1, description="parallel replay processes, each with its share of the partitions; "
+        "None: one per partition, at most one per CPU.")
 
 
 @dataclass
@@ -53,38 +61,37 @@ class ReplayReport:
         return self.feedback / self.seconds if self.seconds > 0 else 0.0
 
 
+@dataclass
+class _Counts:
+    feedback: int = 0
+    advantages: int = 0
+    dead: int = 0
+
+
 def replay_app_id(cfg: ReshapingConfig) -> str:
     """Consumer group / namespace of a replay: derived from the config id."""
     return f"reshaper-replay-{cfg.config_id}"
 
 
-def _start_positions(consumer: Consumer, topic: str, partitions: int, start_ms: int | None) -> list[TopicPartition]:
+def _start_positions(consumer: Consumer, topic: str, partitions: list[int],
+                     start_ms: int | None) -> list[TopicPartition]:
     if start_ms is None:
-        return [TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)]
-    wanted = [TopicPartition(topic, p, start_ms) for p in range(partitions)]
-    return consumer.offsets_for_times(wanted, timeout=10)
+        return [TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions]
+    return consumer.offsets_for_times([TopicPartition(topic, p, start_ms) for p in partitions], timeout=10)
 
 
-def run_replay(cfg: ReshapingConfig, options: ReplayOptions) -> ReplayReport:
+def replay_partitions(cfg: ReshapingConfig, options: ReplayOptions, topic: str, partitions: list[int]) -> _Counts:
+    """Replay ``partitions`` of the feedback topic into ``topic`` (one process's share)."""
     settings = options.settings
     source = settings.feedback_topic
     app_id = replay_app_id(cfg)
-    topic = advantages_topic_name(cfg, settings)
-    spec = replace(advantages_topic(cfg.config_id, settings.partitions), name=topic)
-    sides = [TopicSpec(name, 1, 1, KEEP_FOREVER) for name in (settings.metrics_topic, settings.deadletter_topic)]
-    ensure_topics(AdminClient({"bootstrap.servers": options.bootstrap}), [spec, *sides])
     consumer = Consumer({
         "bootstrap.servers": options.bootstrap, "group.id": app_id, "enable.auto.commit": False,
         "isolation.level": "read_committed", "enable.partition.eof": True,
+        "fetch.max.bytes": 64 * 1024 * 1024, "max.partition.fetch.bytes": 16 * 1024 * 1024,
     })
-    producer = EventProducer(options.bootstrap)
-    partitions = len(consumer.list_topics(source, timeout=10).topics[source].partitions)
-    ends = {p: consumer.get_watermark_offsets(TopicPartition(source, p), timeout=10)[1] for p in range(partitions)}
-    consumer.assign(_start_positions(consumer, source, partitions, options.start_ms))
-    reshapers = {p: new_reshaper(cfg, settings, p) for p in range(partitions)}
-    done = {p for p in range(partitions) if ends[p] == 0}
-    counts = {"feedback": 0, "advantages": 0, "dead": 0}
-    bar = tqdm(total=sum(ends.values()), unit="ev", disable=not options.progress, desc=f"replay {cfg.config_id}")
+    producer = EventProducer(options.bootstrap, **{"linger.ms": 20, "batch.size": 1_000_000})
+    counts = _Counts()
 
     def send(out: Output) -> None:
         for rec in out.advantages:
@@ -94,12 +101,17 @@ def run_replay(cfg: ReshapingConfig, options: ReplayOptions) -> ReplayReport:
         for fb, exc in out.rejected:
             producer.send_raw(settings.deadletter_topic, source.encode(), dead_letter_value(
                 source, -1, -1, app_id, str(fb.get("group_id", "")).encode(), None, exc))
-        counts["advantages"] += len(out.advantages)
-        counts["dead"] += len(out.rejected)
+        counts.advantages += len(out.advantages)
+        counts.dead += len(out.rejected)
 
-    started = time.monotonic()
     try:
-        while options.follow or len(done) < partitions:
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(source, p), timeout=10)[1] for p in partitions}
+        starts = _start_positions(consumer, source, partitions, options.start_ms)
+        # a partition with nothing (left) to read is done before it starts
+        done = {tp.partition for tp in starts if ends[tp.partition] == 0 or tp.offset == -1}
+        consumer.assign([tp for tp in starts if tp.partition not in done or options.follow])
+        reshapers = {p: new_reshaper(cfg, settings, p) for p in partitions}
+        while options.follow or len(done) < len(partitions):
             for msg in consumer.consume(options.batch, 0.5):
                 err = msg.error()
                 if err is not None:
@@ -107,7 +119,7 @@ def run_replay(cfg: ReshapingConfig, options: ReplayOptions) -> ReplayReport:
                         done.add(msg.partition())
                         continue
                     raise KafkaException(err)
-                p, offset = msg.partition(), msg.offset()
+                p, offset, log_ms = msg.partition(), msg.offset(), msg.timestamp()[1]
                 if offset + 1 >= ends[p]:
                     done.add(p)
                 try:
@@ -115,19 +127,47 @@ def run_replay(cfg: ReshapingConfig, options: ReplayOptions) -> ReplayReport:
                 except DecodeError as exc:
                     producer.send_raw(settings.deadletter_topic, source.encode(), dead_letter_value(
                         source, p, offset, app_id, msg.key(), msg.value(), exc))
-                    counts["dead"] += 1
+                    counts.dead += 1
+                    send(reshapers[p].on_undecodable(offset, log_ms))
                     continue
-                send(reshapers[p].on_feedback(feedback, offset, msg.timestamp()[1]))
-                counts["feedback"] += 1
-            bar.n = counts["feedback"]
-            elapsed = max(time.monotonic() - started, 1e-9)
-            bar.set_postfix(rate=f"{counts['feedback'] / elapsed:.0f}/s", lag=max(bar.total - bar.n, 0), refresh=False)
-            bar.refresh()
+                send(reshapers[p].on_feedback(feedback, offset, log_ms))
+                counts.feedback += 1
         for reshaper in reshapers.values():
             send(reshaper.drain())
         producer.flush()
     finally:
-        bar.close()
         consumer.close()
-    return ReplayReport(topic, counts["feedback"], counts["advantages"], counts["dead"],
-                        time.monotonic() - started)
+    return counts
+
+
+def run_replay(cfg: ReshapingConfig, options: ReplayOptions) -> ReplayReport:
+    settings = options.settings
+    source = settings.feedback_topic
+    topic = advantages_topic_name(cfg, settings)
+    admin = AdminClient({"bootstrap.servers": options.bootstrap})
+    spec = replace(advantages_topic(cfg.config_id, settings.partitions), name=topic)
+    sides = [TopicSpec(name, 1, 1, KEEP_FOREVER) for name in (settings.metrics_topic, settings.deadletter_topic)]
+    ensure_topics(admin, [spec, *sides])
+    partitions = sorted(admin.list_topics(source, timeout=10).topics[source].partitions)
+    processes = options.processes or max(1, min(len(partitions), os.cpu_count() or 1))
+    shares = [partitions[i::processes] for i in range(processes)]
+    total = _Counts()
+    started = time.monotonic()
+    with tqdm(total=len(partitions), unit="partition", disable=not options.progress,
+              desc=f"replay {cfg.config_id}") as bar:
+        if processes == 1:
+            results = [replay_partitions(cfg, options, topic, partitions)]
+            bar.update(len(partitions))
+        else:
+            # spawn, not fork: the caller may hold Kafka clients and threads of its own
+            with ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
+                futures = [pool.submit(replay_partitions, cfg, options, topic, share) for share in shares]
+                results = []
+                for future, share in zip(futures, shares):
+                    results.append(future.result())
+                    bar.update(len(share))
+    for counts in results:
+        total.feedback += counts.feedback
+        total.advantages += counts.advantages
+        total.dead += counts.dead
+    return ReplayReport(topic, total.feedback, total.advantages, total.dead, time.monotonic() - started)

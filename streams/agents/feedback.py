@@ -31,12 +31,13 @@ def import_object(path: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def default_pool():
-    """The sandbox pool with its default config, started."""
+def default_pool(workers: int | None = None):
+    """The sandbox pool, started: ``workers`` warm workers, or the sandbox's default number."""
     from streams.sandbox.config import SandboxConfig
     from streams.sandbox.pool import SandboxPool
 
-    return SandboxPool(SandboxConfig()).start()
+    config = SandboxConfig() if workers is None else SandboxConfig(workers=workers)
+    return SandboxPool(config).start()
 
 
 def feedback_event_id(rollout_id: str, evaluator_version: str) -> str:
@@ -95,7 +96,7 @@ def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluat
 
     def get_pool():
         if sandbox["pool"] is None:  # started on first use: a reshape-only worker never needs it
-            sandbox["pool"] = import_object(settings.pool_factory)()
+            sandbox["pool"] = import_object(settings.pool_factory)(settings.sandbox_workers)
         return sandbox["pool"]
 
     async def dead_letter(event, exc: Exception) -> None:

@@ -50,6 +50,14 @@ class GroupBuffer:
     recent: deque[str] = field(default_factory=deque)
     dropped_late: int = 0
     dropped_duplicate: int = 0
+    # set views of ``recent`` and of each group's rollout ids: membership tests on the
+    # deque and the member lists were the hot spot of a replay
+    _recent_ids: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    _member_ids: dict[str, set[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._recent_ids = set(self.recent)
+        self._member_ids = {gid: {m["rollout_id"] for m in p.members} for gid, p in self.pending.items()}
 
     def add(self, feedback: dict[str, Any], log_ms: int) -> list[ReadyGroup]:
         """Take one feedback record stamped ``log_ms``; return the groups that became ready.
@@ -59,15 +67,18 @@ class GroupBuffer:
         """
         ready = self.advance(log_ms)
         gid = feedback["group_id"]
-        if gid in self.recent:
+        if gid in self._recent_ids:
             self.dropped_late += 1
             return ready
         entry = self.pending.get(gid)
         if entry is None:
             entry = self.pending[gid] = _Pending(self.clock_ms + self.timeout_ms, [])
-        if any(m["rollout_id"] == feedback["rollout_id"] for m in entry.members):
+            self._member_ids[gid] = set()
+        members = self._member_ids[gid]
+        if feedback["rollout_id"] in members:
             self.dropped_duplicate += 1
             return ready
+        members.add(feedback["rollout_id"])
         entry.members.append(feedback)
         if len(entry.members) >= feedback["group_size"]:
             ready.append(self._emit(gid, complete=True))
@@ -76,6 +87,8 @@ class GroupBuffer:
     def advance(self, now_ms: int) -> list[ReadyGroup]:
         """Move the clock forward (never back) and release every group past its deadline."""
         self.clock_ms = max(self.clock_ms, int(now_ms))
+        if not self.pending:
+            return []
         expired = [gid for gid, p in self.pending.items() if p.deadline_ms <= self.clock_ms]
         # sort is stable: equal deadlines keep first-arrival order
         expired.sort(key=lambda gid: self.pending[gid].deadline_ms)
@@ -87,9 +100,11 @@ class GroupBuffer:
 
     def _emit(self, gid: str, complete: bool) -> ReadyGroup:
         entry = self.pending.pop(gid)
+        del self._member_ids[gid]
         self.recent.append(gid)
+        self._recent_ids.add(gid)
         while len(self.recent) > self.recent_limit:
-            self.recent.popleft()
+            self._recent_ids.discard(self.recent.popleft())
         return ReadyGroup(gid, entry.members, complete)
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,7 +112,7 @@ class GroupBuffer:
             "timeout_ms": self.timeout_ms,
             "recent_limit": self.recent_limit,
             "clock_ms": self.clock_ms,
-            "pending": [{"group_id": g, "deadline_ms": p.deadline_ms, "members": p.members}
+            "pending": [{"group_id": g, "deadline_ms": p.deadline_ms, "members": list(p.members)}
                         for g, p in self.pending.items()],
             "recent": list(self.recent),
             "dropped_late": self.dropped_late,

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streams.agents.grouping import GroupBuffer, ReadyGroup
 from streams.agents.monitoring import WindowStats
 from streams.reshaping.config import ReshapingConfig
 from streams.reshaping.errors import ReshapingError
 from streams.reshaping.pipeline import ReshapeState, reshape_group, validate_feedback
+
+if TYPE_CHECKING:
+    from streams.app import StreamSettings
 
 
 def advantage_event_id(config_id: str, rollout_id: str) -> str:
@@ -180,3 +183,13 @@ class PartitionReshaper:
             window=WindowStats.from_dict(data["window"]),
             applied_offset=int(data["applied_offset"]),
         )
+
+
+def new_reshaper(cfg: ReshapingConfig, settings: "StreamSettings", partition: int) -> PartitionReshaper:
+    """A fresh partition state, as the reshape agent and the replay both start one."""
+    return PartitionReshaper(
+        cfg=cfg,
+        partition=partition,
+        buffer=GroupBuffer(timeout_ms=settings.group_timeout_ms, recent_limit=settings.recent_groups),
+        metrics_window_ms=settings.metrics_window_ms,
+    )

@@ -7,8 +7,9 @@ Tables it owns:
   value, so the state and the offset it covers are always written together. Its changelog
   partition is the feedback partition, so the worker that owns feedback partition p also
   recovers state p.
-- ``pattern-tumbling`` / ``pattern-hopping`` (key: bug pattern): ``WindowStats`` per
-  pattern in event time (the newest ``created_at_ms`` of the group), for queries.
+- ``pattern-tumbling`` / ``pattern-hopping`` (key: bug pattern, and ``*`` for all):
+  ``WindowStats`` per pattern in event time (the newest ``created_at_ms`` of the group,
+  rounded down to the hop step), for queries.
 
 Processing guarantee (at-least-once, no lost and no conflicting advantages). Per batch of
 events (``stream.take_events``):
@@ -16,12 +17,13 @@ events (``stream.take_events``):
      (re-delivered after a crash) is skipped;
   2. the advantages, metrics and dead letters are sent and *delivered*;
   3. each touched partition's state is written once, in the context of its last event.
-Faust acks the batch only after that, and commits offsets only after flushing the
-producer, so the committed offset never runs ahead of the stored state. After a crash the
-recovered state is some state S the worker really had, with its offset A; feedback after
-A is read again and reshaped from S, exactly as the first time (the advantages are a pure
-function of S and the log), so an advantage is at most re-emitted, with the same event id
-and the same values.
+The stored state is the position: after a crash it is some state S the worker really had,
+with its offset A, and feedback after A must be reshaped from S. Feedback at or below A is
+skipped; if Faust hands over a record beyond A + 1 (its committed offset ran ahead of the
+state, or records went missing in a rebalance) the agent seeks the partition back to
+A + 1 rather than skip anything. Reshaping from S is exactly what happened the first time
+(the advantages are a pure function of S and the log), so an advantage is at most
+re-emitted, with the same event id and the same values.
 
 Group timeouts use log time. A Faust timer writes one empty record per owned partition to
 ``<app_id>-ticks`` (co-partitioned with feedback); the agent advances a partition's clock
@@ -33,8 +35,10 @@ missing members are already in the log, and a replay of the log takes the same d
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import weakref
+from collections import defaultdict
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -44,21 +48,12 @@ from faust.types import TP
 
 from schemas.codec import CODEC, DecodeError
 from streams.agents.deadletters import dead_letter_value
-from streams.agents.grouping import GroupBuffer
 from streams.agents.monitoring import WindowStats, merge
-from streams.agents.processor import Output, PartitionReshaper
+from streams.agents.processor import Output, PartitionReshaper, new_reshaper
 from streams.app import StreamSettings, advantages_topic_name, ticks_topic_name
 from streams.reshaping.config import ReshapingConfig
 
-
-def new_reshaper(cfg: ReshapingConfig, settings: StreamSettings, partition: int) -> PartitionReshaper:
-    """A fresh partition state; the replay tool builds its own with this too."""
-    return PartitionReshaper(
-        cfg=cfg,
-        partition=partition,
-        buffer=GroupBuffer(timeout_ms=settings.group_timeout_ms, recent_limit=settings.recent_groups),
-        metrics_window_ms=settings.metrics_window_ms,
-    )
+__all__ = ["install_reshape", "new_reshaper"]  # new_reshaper lives in processor; kept here for old imports
 
 
 def log_time_ms(message) -> int:
@@ -85,7 +80,9 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
     metrics = app.topic(settings.metrics_topic)
     deadletter = app.topic(settings.deadletter_topic)
 
-    states = app.Table("reshape-state", default=None)  # json keys and values
+    # Values are JSON bytes made at write time: Faust serialises a table value only when its
+    # producer gets to it, later, and by then a live dict may have changed under it.
+    states = app.Table("reshape-state", default=None, value_type=bytes)  # bytes: stored raw
     group_time = {"s": 0.0}  # event time of the group being accounted, read by the windowed tables
 
     def event_time(_event=None) -> float:
@@ -113,7 +110,8 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
         if proc is None:
             with current(event):
                 stored = states.get(partition)
-            proc = new_reshaper(cfg, settings, partition) if stored is None else PartitionReshaper.from_dict(cfg, stored)
+            proc = (new_reshaper(cfg, settings, partition) if stored is None
+                    else PartitionReshaper.from_dict(cfg, json.loads(stored)))
             live[partition] = proc
         return proc
 
@@ -121,6 +119,17 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
         """Whether every feedback record of the partition already written has been taken in."""
         highwater = app.consumer.highwater(TP(settings.feedback_topic, proc.partition))
         return highwater is not None and proc.applied_offset + 1 >= highwater
+
+    rewound_to: dict[int, int] = {}  # partition -> offset of its last rewind, to log each once
+
+    async def rewind(proc: PartitionReshaper, offset: int) -> None:
+        """Read the partition again from just after its stored state's offset. Records fetched
+        before the seek still arrive and land here too; each seeks again, which is harmless."""
+        if rewound_to.get(proc.partition) != proc.applied_offset + 1:
+            rewound_to[proc.partition] = proc.applied_offset + 1
+            app.log.warning("feedback partition %d: offset %d arrived, state covers up to %d; re-reading",
+                            proc.partition, offset, proc.applied_offset)
+        await app.consumer.seek(TP(settings.feedback_topic, proc.partition), proc.applied_offset + 1)
 
     async def step(event, proc: PartitionReshaper, out: Output, pending: list) -> None:
         """One event of the batch through its partition's reshaper."""
@@ -130,6 +139,11 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
                 out.extend(proc.on_clock(log_time_ms(msg) - settings.late_grace_ms))
             return
         if proc.has_applied(msg.offset):
+            return
+        if proc.applied_offset >= 0 and msg.offset > proc.applied_offset + 1:
+            # The stored state, not Faust's committed offset, says where the partition
+            # stands: records it has not taken in are read again, never skipped.
+            await rewind(proc, msg.offset)
             return
         try:
             feedback = CODEC.decode(event.value, "Feedback")
@@ -152,12 +166,21 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
             pending.append(await metrics.send(key=b"reshape", value=CODEC.encode("Metric", metric)))
 
     def account_patterns(out: Output) -> None:
+        """Add the batch's groups to the per-pattern windows, one table update per pattern and
+        hop step: groups in the same step fall in the same windows (the window size is a
+        multiple of the hop), and each update is a changelog record per window."""
+        sums: dict[tuple[str, float], WindowStats] = defaultdict(WindowStats)
         for group in out.groups:
-            group_time["s"] = max(r["created_at_ms"] for r in group) / 1000.0
-            delta = WindowStats.of_group(group).to_dict()
+            event_s = max(r["created_at_ms"] for r in group) / 1000.0
+            step_s = event_s - event_s % settings.pattern_hop_s
+            stats = WindowStats.of_group(group)
             for pattern in {group[0]["bug_pattern"], "*"}:
-                tumbling[pattern].apply(merge, delta)
-                hopping[pattern].apply(merge, delta)
+                sums[pattern, step_s] = sums[pattern, step_s] + stats
+        for (pattern, step_s), stats in sums.items():
+            group_time["s"] = step_s
+            delta = stats.to_dict()
+            tumbling[pattern].apply(merge, delta)
+            hopping[pattern].apply(merge, delta)
 
     @app.agent(source)
     async def reshape(stream):
@@ -178,7 +201,7 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
             for partition, event in last.items():
                 with current(event):
                     account_patterns(outs[partition])
-                    states[partition] = procs[partition].to_dict()
+                    states[partition] = json.dumps(procs[partition].to_dict(), separators=(",", ":")).encode()
 
     @app.timer(settings.tick_interval_s)
     async def tick() -> None:

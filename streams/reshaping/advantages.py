@@ -22,7 +22,6 @@ Order of operations, for every reward R of the group:
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,7 +33,12 @@ def group_stats(rewards: Sequence[float]) -> tuple[float, float]:
     """Mean and population std (ddof 0, so a group of one has std 0) of a group."""
     if not rewards:
         raise ValueError("empty group")
-    return statistics.fmean(rewards), statistics.pstdev(rewards)
+    if max(rewards) == min(rewards):  # exactly zero spread, whatever rounding would say
+        return float(rewards[0]), 0.0
+    # float two-pass formula: statistics.pstdev computes in Fractions, ~30% of a replay's time
+    n = len(rewards)
+    mean = math.fsum(rewards) / n
+    return mean, math.sqrt(math.fsum((r - mean) ** 2 for r in rewards) / n)
 
 
 def group_advantages(rewards: Sequence[float], epsilon: float) -> list[float]:

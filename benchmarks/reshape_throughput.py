@@ -1,0 +1,137 @@
+"""Throughput of the reshape agent against a pass-through Faust agent, and of the replay.
+
+    RESHAPER_BOOTSTRAP=127.0.0.1:39092 python benchmarks/reshape_throughput.py [--agent-events N] [--replay-events M]
+
+Both agents run as worker subprocesses on the same freshly filled feedback topic; the
+rate is measured on the output topic's end offsets from the first output to the last,
+so worker start-up is left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from confluent_kafka.admin import AdminClient  # noqa: E402
+
+from infra.kafka_io import EventProducer  # noqa: E402
+from infra.settings import bootstrap_servers  # noqa: E402
+from infra.topics import KEEP_FOREVER, TopicSpec, ensure_topics  # noqa: E402
+from streams.app import advantages_topic_name, ensure_app_topics  # noqa: E402
+from streams.replay import ReplayOptions, run_replay  # noqa: E402
+from streams.reshaping.config import PRESETS_DIR, load_preset  # noqa: E402
+from tests.streams.helpers import WorkerProcess, end_offsets, feedback, isolated_settings, unique  # noqa: E402
+
+SIZE = 4
+
+
+def create(admin, name: str, partitions: int) -> None:
+    for attempt in range(5):  # a just-created topic can take a moment to show in metadata
+        try:
+            return ensure_topics(admin, [TopicSpec(name, partitions, 1, KEEP_FOREVER)])
+        except Exception:
+            time.sleep(1)
+    raise RuntimeError(f"could not create {name}")
+
+
+def fill(bootstrap: str, topic: str, events: int) -> None:
+    passes = [0.0, 0.25, 1.0, 0.5, 0.75]
+    with EventProducer(bootstrap) as producer:
+        for g in range(events // SIZE):
+            for i in range(SIZE):
+                fb = feedback(f"g{g}", i, SIZE, passes[(g + i) % 5], pattern=f"p{g % 5}",
+                              created_at_ms=1_700_000_000_000 + g)
+                producer.send(topic, fb["group_id"], "Feedback", fb)
+
+
+def rate_on(bootstrap: str, topic: str, partitions: int, events: int, timeout_s: float = 600) -> float:
+    first_t = None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        n = sum(end_offsets(bootstrap, topic, partitions))
+        if n and first_t is None:
+            first_t, first_n = time.monotonic(), n
+        if n >= events:
+            return (n - first_n) / max(time.monotonic() - first_t, 1e-9)
+        time.sleep(0.2)
+    raise TimeoutError(f"{topic}: fewer than {events} records after {timeout_s}s")
+
+
+def passthrough_worker(bootstrap: str, source: str, sink: str, app_id: str, data_dir: str) -> None:
+    """A Faust agent that forwards every feedback value unchanged: the baseline."""
+    import faust
+
+    app = faust.App(app_id, broker=f"kafka://{bootstrap}", store="memory://", datadir=data_dir,
+                    key_serializer="raw", value_serializer="raw", web_enabled=False,
+                    consumer_auto_offset_reset="earliest")
+    out = app.topic(sink)
+
+    @app.agent(app.topic(source))
+    async def forward(stream):
+        async for event in stream.events():
+            await out.send(key=event.key, value=event.value)
+
+    faust.Worker(app, loglevel="warning", quiet=True).execute_from_commandline()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--agent-events", type=int, default=20_000)
+    parser.add_argument("--replay-events", type=int, default=100_000)
+    parser.add_argument("--replay-processes", type=int, default=None, help="default: one per partition and CPU")
+    parser.add_argument("--skip-agents", action="store_true", help="measure the replay only")
+    args = parser.parse_args()
+    bootstrap = bootstrap_servers()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    cfg = load_preset("full")
+    tmp = Path(tempfile.mkdtemp(prefix="reshape-bench-"))
+
+    if not args.skip_agents:
+        agents(bootstrap, admin, cfg, tmp, args.agent_events)
+    replay_settings = isolated_settings()
+    create(admin, replay_settings.feedback_topic, replay_settings.partitions)
+    fill(bootstrap, replay_settings.feedback_topic, args.replay_events)
+    report = run_replay(cfg, ReplayOptions(bootstrap=bootstrap, settings=replay_settings,
+                                           processes=args.replay_processes))
+    print(f"replay: {report.feedback:,} feedback events in {report.seconds:.1f}s = {report.rate:,.0f} events/s "
+          f"(goal >= 20,000/s)")
+
+
+def agents(bootstrap: str, admin, cfg, tmp: Path, events: int) -> None:
+    """The reshape agent against the pass-through agent, on the same feedback topic."""
+    settings = isolated_settings(agents=("reshape",))
+    app_id = unique("bench")
+    ensure_app_topics(admin, app_id, cfg, settings)
+    sink = unique("bench-passthrough")
+    create(admin, sink, settings.partitions)
+    fill(bootstrap, settings.feedback_topic, events)
+
+    base = subprocess.Popen([sys.executable, __file__, "passthrough", bootstrap, settings.feedback_topic, sink,
+                             unique("bench-pt"), str(tmp / "pt")], cwd=REPO)
+    try:
+        pt_rate = rate_on(bootstrap, sink, settings.partitions, events)
+    finally:
+        base.terminate()
+        base.wait(30)
+    worker = WorkerProcess(tmp, app_id, PRESETS_DIR / "full.yaml", settings, bootstrap).start()
+    try:
+        rs_rate = rate_on(bootstrap, advantages_topic_name(cfg, settings), settings.partitions, events)
+    finally:
+        worker.stop()
+    print(f"pass-through agent: {pt_rate:,.0f} events/s")
+    print(f"reshape agent:      {rs_rate:,.0f} events/s  (slowdown x{pt_rate / rs_rate:.2f}, goal <= 1.3)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "passthrough":
+        sys.argv, rest = sys.argv[:1] + ["worker"], sys.argv[2:]
+        passthrough_worker(*rest)
+    else:
+        main()

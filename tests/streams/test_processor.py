@@ -1,0 +1,102 @@
+import pytest
+
+from streams.agents.processor import PartitionReshaper, advantage_event_id, new_reshaper
+from streams.app import StreamSettings
+from streams.reshaping.config import load_preset
+from streams.reshaping.pipeline import ReshapeState, reshape_group
+from tests.streams.helpers import feedback
+
+CFG = load_preset("full")
+SETTINGS = StreamSettings(group_timeout_ms=1000, metrics_window_ms=10_000)
+
+
+def groups(n, size=4, t0=1_700_000_000_000):
+    passes = [0.0, 0.25, 1.0, 0.5]
+    return [[feedback(f"g{g}", i, size, passes[(g + i) % 4], created_at_ms=t0 + 1000 * g) for i in range(size)]
+            for g in range(n)]
+
+
+def test_advantages_equal_the_pure_core_group_by_group():
+    proc = new_reshaper(CFG, SETTINGS, partition=0)
+    state = ReshapeState()
+    offset = 0
+    for members in groups(5):
+        out = None
+        for fb in reversed(members):  # arrival order does not matter
+            out = proc.on_feedback(fb, offset, log_ms=offset)
+            offset += 1
+        expected, state = reshape_group(members, state, CFG, step=state.groups)
+        by_rid = {r["rollout_id"]: r for r in out.advantages}
+        for rec in expected:
+            got = by_rid[rec["rollout_id"]]
+            assert got["advantage"] == rec["advantage"] and got["reward_enhanced"] == rec["reward_enhanced"]
+            assert got["event_id"] == advantage_event_id(CFG.config_id, rec["rollout_id"])
+    assert proc.state.to_dict() == state.to_dict()
+
+
+def test_redelivered_offsets_do_not_count_twice():
+    proc = new_reshaper(CFG, SETTINGS, partition=0)
+    members = groups(1)[0]
+    for off, fb in enumerate(members[:3]):
+        proc.on_feedback(fb, off, off)
+    snapshot = proc.to_dict()
+    assert proc.on_feedback(members[0], 0, 5).advantages == []  # crash redelivery of offset 0
+    assert proc.to_dict() == snapshot
+    assert len(proc.on_feedback(members[3], 3, 6).advantages) == 4
+
+
+def test_invalid_feedback_is_rejected_not_raised():
+    proc = new_reshaper(CFG, SETTINGS, partition=0)
+    bad = feedback("g", 0, 2, 1.0)
+    bad["pass_fraction_runs"] = [1.5]
+    out = proc.on_feedback(bad, 0, 0)
+    assert out.advantages == [] and len(out.rejected) == 1 and proc.buffer.pending == {}
+
+
+def test_metrics_window_closes_when_a_later_window_starts():
+    proc = new_reshaper(CFG, SETTINGS, partition=3)
+    t0 = 1_700_000_000_000 - 1_700_000_000_000 % 10_000
+    a = [feedback("a", i, 2, float(i), created_at_ms=t0 + 5) for i in range(2)]
+    b = [feedback("b", i, 2, 1.0, created_at_ms=t0 + 10_001) for i in range(2)]
+    outs = [proc.on_feedback(fb, off, off) for off, fb in enumerate(a + b)]
+    metrics = [m for o in outs for m in o.metrics]
+    assert len(metrics) == 1 and metrics[0]["labels"]["window_start_ms"] == str(t0)
+    assert metrics[0]["values"]["reward_raw_mean"] == pytest.approx(0.5)
+    assert metrics[0]["values"]["zero_variance_share_raw"] == 0.0
+    final = proc.drain().metrics  # b's window: both passed -> zero raw variance
+    assert final[0]["values"]["zero_variance_share_raw"] == 1.0
+
+
+def test_state_round_trip_continues_identically():
+    a, b = new_reshaper(CFG, SETTINGS, 0), None
+    stream = [fb for g in groups(6) for fb in g]
+    outs_a, outs_b = [], []
+    for off, fb in enumerate(stream):
+        outs_a += a.on_feedback(fb, off, off).advantages
+    b = new_reshaper(CFG, SETTINGS, 0)
+    for off, fb in enumerate(stream):
+        if off == 9:  # restore mid-group from the serialised state
+            b = PartitionReshaper.from_dict(CFG, b.to_dict())
+        outs_b += b.on_feedback(fb, off, off).advantages
+    assert outs_a == outs_b
+
+
+def test_state_of_another_config_is_refused():
+    data = new_reshaper(CFG, SETTINGS, 0).to_dict()
+    with pytest.raises(ValueError):
+        PartitionReshaper.from_dict(load_preset("raw"), data)
+
+
+def test_an_undecodable_record_counts_as_taken_in_and_moves_the_clock():
+    proc = new_reshaper(CFG, SETTINGS, partition=0)  # group timeout 1000 ms
+    proc.on_feedback(feedback("a", 0, 2, 1.0), 0, log_ms=0)
+    out = proc.on_undecodable(1, log_ms=1500)  # the poison record's log time expires group a
+    assert proc.applied_offset == 1 and proc.has_applied(1) and not proc.has_applied(2)
+    assert [a["rollout_id"] for a in out.advantages] == ["a-r0"] and not out.advantages[0]["group_complete"]
+    assert proc.on_undecodable(1, log_ms=9999).advantages == [] and proc.buffer.clock_ms == 1500
+
+
+def test_pattern_window_must_be_whole_hops():
+    with pytest.raises(ValueError):
+        StreamSettings(pattern_window_s=100, pattern_hop_s=30)
+    assert StreamSettings(pattern_window_s=120, pattern_hop_s=30).pattern_window_s == 120
