@@ -7,7 +7,8 @@ reproducible from the advantage records alone.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from collections import Counter
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 # Spread below this counts as "no variance": the group gives GRPO no gradient signal.
@@ -31,6 +32,10 @@ class WindowStats:
     zero_variance_raw: int = 0
     zero_variance_reshaped: int = 0
     hacked: int = 0
+    # per bug pattern: rollouts and full successes (all tests passed); the generator's
+    # curriculum reads the resulting success_rate/<pattern> values from `metrics`
+    pattern_rollouts: dict[str, int] = field(default_factory=dict)
+    pattern_successes: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of_group(cls, advantages: list[dict[str, Any]]) -> WindowStats:
@@ -50,10 +55,15 @@ class WindowStats:
             zero_variance_raw=int(_spread(raw) <= ZERO_SPREAD),
             zero_variance_reshaped=int(_spread(adv) <= ZERO_SPREAD),
             hacked=sum(1 for a in advantages if a.get("hack_flags")),
+            pattern_rollouts=dict(Counter(a["bug_pattern"] for a in advantages)),
+            pattern_successes=dict(Counter(a["bug_pattern"] for a in advantages if a["reward_raw"] >= 1.0)),
         )
 
     def __add__(self, other: WindowStats) -> WindowStats:
-        return WindowStats(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+        def add(a, b):
+            return dict(Counter(a) + Counter(b)) if isinstance(a, dict) else a + b
+
+        return WindowStats(**{f.name: add(getattr(self, f.name), getattr(other, f.name)) for f in fields(self)})
 
     def values(self) -> dict[str, float]:
         """The metric values of the window (the ``values`` map of a Metric record)."""
@@ -79,6 +89,7 @@ class WindowStats:
             "zero_variance_share_raw": self.zero_variance_raw / g,
             "zero_variance_share_reshaped": self.zero_variance_reshaped / g,
             "hack_flag_rate": self.hacked / n,
+            **{f"success_rate/{p}": self.pattern_successes.get(p, 0) / k for p, k in self.pattern_rollouts.items()},
         }
 
     def to_dict(self) -> dict[str, Any]:

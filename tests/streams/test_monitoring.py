@@ -4,7 +4,8 @@ from streams.agents.monitoring import WindowStats, merge
 
 
 def adv(raw, reshaped, a, hacks=()):
-    return {"reward_raw": raw, "reward_enhanced": reshaped, "advantage": a, "hack_flags": list(hacks)}
+    return {"reward_raw": raw, "reward_enhanced": reshaped, "advantage": a, "hack_flags": list(hacks),
+            "bug_pattern": "operator_swap"}
 
 
 def test_window_values_hand_computed():
@@ -28,3 +29,15 @@ def test_merge_adds_to_an_empty_window():
     delta = WindowStats.of_group([adv(1.0, 1.0, 0.5)]).to_dict()
     twice = merge(merge({}, delta), delta)
     assert twice["rollouts"] == 2 and twice["raw_sum"] == 2.0
+
+
+def test_success_rate_per_pattern_for_the_curriculum():
+    def of(pattern, raw):
+        return {**adv(raw, raw, 0.0), "bug_pattern": pattern}
+
+    a = WindowStats.of_group([of("operator_swap", 1.0), of("operator_swap", 0.5)])
+    b = WindowStats.of_group([of("operator_swap", 1.0), of("wrong_return", 0.0)])
+    values = (a + b).values()
+    assert values["success_rate/operator_swap"] == 2 / 3
+    assert values["success_rate/wrong_return"] == 0.0
+    assert WindowStats.from_dict((a + b).to_dict()) == a + b
