@@ -77,7 +77,14 @@ def extract_code(completion: str) -> str:
 
     Code that does not parse is returned as the model wrote it (stripped): a syntax error is
     a legitimate outcome for the feedback stage to score, not something to hide here.
+    Non-empty code ends with one newline, as a source file does (style checks count a
+    missing one, W292).
     """
+    code = _extract(completion)
+    return code + "\n" if code else code
+
+
+def _extract(completion: str) -> str:
     text = normalise_newlines(completion)
     match = _FENCE.search(text)
     code = match.group(1) if match else text

@@ -36,6 +36,7 @@ def test_reference_fix_passes_everything_and_is_classified(pool):
     assert fb["adversarial_checked"] > 0 and fb["adversarial_mismatches"] == 0
     assert fb["rename_passed"] is True
     assert 0 < fb["tree_edit_distance"] < 0.2
+    assert fb["style_class"] == "clean"  # a fenced, tidy completion is clean code
     CODEC.decode(CODEC.encode("Feedback", {**new_event_fields(), **fb}))  # a valid event
 
 

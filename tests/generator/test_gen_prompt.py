@@ -48,26 +48,26 @@ def test_extract_fenced_function_drops_prose_and_test_code():
         "Here is the fix:\n```python\nimport math\n\n@cache\ndef f(x):\n    return math.sqrt(x)\n\n"
         "print(f(4))\nassert f(9) == 3\nif __name__ == '__main__':\n    f(1)\n```\nIt works now."
     )
-    assert extract_code(completion) == "import math\n\n@cache\ndef f(x):\n    return math.sqrt(x)"
+    assert extract_code(completion) == "import math\n\n@cache\ndef f(x):\n    return math.sqrt(x)\n"
 
 
 def test_extract_keeps_module_constants_and_helpers():
     completion = "```py\nR = 3\nC = 3\ndef g(y):\n    return y * R\n\n\ndef h():\n    return g(C)\n```"
-    assert extract_code(completion) == "R = 3\nC = 3\ndef g(y):\n    return y * R\n\n\ndef h():\n    return g(C)"
+    assert extract_code(completion) == "R = 3\nC = 3\ndef g(y):\n    return y * R\n\n\ndef h():\n    return g(C)\n"
 
 
 def test_extract_unfenced_and_unclosed_fence():
-    assert extract_code("def f():\n    return 1\n\nf()") == "def f():\n    return 1"
-    assert extract_code("```python\ndef f():\n    return 2\n") == "def f():\n    return 2"
+    assert extract_code("def f():\n    return 1\n\nf()") == "def f():\n    return 1\n"
+    assert extract_code("```python\ndef f():\n    return 2\n") == "def f():\n    return 2\n"
 
 
 def test_extract_returns_unparsable_code_unchanged():
-    assert extract_code("```python\ndef f(:\n    return\n```") == "def f(:\n    return"
+    assert extract_code("```python\ndef f(:\n    return\n```") == "def f(:\n    return\n"
 
 
 def test_target_round_trips_through_extraction():
     reference = "def add(a, b):\r\n    return a + b"
-    assert extract_code(completion_target(reference)) == "def add(a, b):\n    return a + b"
+    assert extract_code(completion_target(reference)) == "def add(a, b):\n    return a + b\n"
 
 
 @pytest.mark.parametrize("text", ["", "   \n"])
