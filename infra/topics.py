@@ -8,6 +8,7 @@ Faust creates them itself, and `verify_changelogs` checks them.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
@@ -89,7 +90,12 @@ def ensure_topics(admin: AdminClient, specs: list[TopicSpec]) -> list[str]:
         except Exception as exc:  # a concurrent creator won the race: verification decides
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
+    # a topic just created can take a moment to show in the metadata the broker returns
+    deadline = time.monotonic() + 15
     problems = verify_topics(admin, specs)
+    while problems and all(p.endswith(": missing") for p in problems) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        problems = verify_topics(admin, specs)
     if problems:
         raise TopicConfigMismatch("; ".join(problems))
     return created
