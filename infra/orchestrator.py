@@ -213,7 +213,7 @@ class Orchestrator:
         files["run"].write_text(yaml.safe_dump(c.model_dump(mode="json"), sort_keys=False))
         files["reshaping"].write_text(yaml.safe_dump(json.loads(reshaping.canonical_json()), sort_keys=False))
         gen = GenerateRunConfig(
-            generator=GeneratorConfig(model_dir=model_dir, group_size=c.group_size, temperature=c.temperature,
+            generator=GeneratorConfig(model_dir=model_dir, backend=c.backend, group_size=c.group_size, temperature=c.temperature,
                                       top_p=c.top_p, max_new_tokens=c.max_new_tokens, seed=c.seed,
                                       max_inflight_groups=c.max_inflight_groups, max_policy_lag=c.max_policy_lag),
             config_id=reshaping.config_id, groups_per_step=c.groups_per_step, generator_id=f"{c.name}-gen-0")

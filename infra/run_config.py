@@ -28,6 +28,7 @@ class RunConfig(BaseModel):
     seed: int = Field(0, description="corpus and sampling seed")
     max_functions: int | None = Field(None, ge=1, description="corpus size cap per source (None: all of MBPP)")
     # generator
+    backend: Literal["transformers", "vllm"] = Field("transformers", description="generation engine (vllm: GPU)")
     group_size: int = Field(4, ge=2, description="K: samples per task")
     temperature: float = Field(1.0, gt=0)
     top_p: float = Field(1.0, gt=0, le=1)
