@@ -189,15 +189,24 @@ def read_topic(topic: str, bootstrap: str | None = None, codec: Codec = CODEC, t
     consumer = Consumer(consumer_config(f"reader-{time.time_ns()}", bootstrap, **{"enable.partition.eof": False}))
     try:
         partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {}
+        ends, deadline = {}, time.monotonic() + timeout_s
         for p in partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            # right after a broker start a partition may have no leader yet: negative offsets
+            while True:
+                try:
+                    low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
+                    if low >= 0 and high >= 0:
+                        break
+                except KafkaException:
+                    pass
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{topic}[{p}]: no leader to read from")
+                time.sleep(0.2)
             if high > low:
                 ends[p] = high
         consumer.assign([TopicPartition(topic, p, 0) for p in ends])
         events: list[ConsumedEvent] = []
         position = {p: 0 for p in ends}
-        deadline = time.monotonic() + timeout_s
         while any(position[p] < ends[p] for p in ends):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{topic}: read {sum(position.values())} of {sum(ends.values())} records")
