@@ -8,7 +8,7 @@ are literally the same code on both; only the way the client is opened differs.
 
 Why this and not chDB's own Session: on 100k full Feedback records (tokens, test
 outcomes), clickhouse-connect's Native insert and its Arrow insert ran at about the same
-rate (13k-39k rows/s on a busy 2-core machine, ``python -m consumers.store.insert_bench``),
+rate (13k-39k rows/s on a busy 2-core machine, ``benchmarks/store_insert.py``),
 both about twice chDB's ``send_insert`` with JSONEachRow; inline ``INSERT ... FORMAT
 JSONEachRow`` and the ``Python()`` table function were slower still. Native needs no
 schema round trip, carries bytes, maps and named tuples without a text encoding, and

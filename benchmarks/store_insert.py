@@ -1,6 +1,6 @@
 """Insert throughput of the chDB store on feedback-like rows.
 
-    python -m consumers.store.insert_bench --rows 100000 --batch 10000
+    python benchmarks/store_insert.py --rows 100000 --batch 10000
 
 Each row is a full Feedback record (5 test outcomes, 64 prompt and 64 completion
 tokens); the figure includes the record -> row conversion the store does.
