@@ -77,7 +77,7 @@ class Sink:
         return n
 
     def poll_once(self, timeout_s: float = 0.5) -> int:
-        events = self.consumer.poll_batch(min(self.cfg.batch_rows, 2000), timeout_s)
+        events = self.consumer.poll_batch(max(self.cfg.batch_rows - len(self._buffer), 1), timeout_s)
         if events and self._oldest is None:
             self._oldest = time.monotonic()
         self._buffer.extend(events)

@@ -141,8 +141,7 @@ class EventConsumer:
                     continue
                 raise KafkaException(err)
             try:
-                payload = self._codec.writer_name(msg.value())
-                record = self._codec.decode(msg.value())
+                payload, record = self._codec.decode_named(msg.value())
             except DecodeError as exc:
                 self._dead_letter(msg, exc)
                 self._pending_poison.append(TopicPartition(msg.topic(), msg.partition(), msg.offset() + 1))

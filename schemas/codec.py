@@ -111,6 +111,10 @@ class Codec:
 
     def decode(self, data: bytes, name: str | None = None) -> dict[str, Any]:
         """Decode a framed value, resolved to the current schema of ``name`` (default: the writer's)."""
+        return self.decode_named(data, name)[1]
+
+    def decode_named(self, data: bytes, name: str | None = None) -> tuple[str, dict[str, Any]]:
+        """`decode`, also returning the writer's payload name (one header lookup for both)."""
         writer = self._writer(data)
         reader_name = name or writer["name"].split(".")[-1]
         if reader_name not in self._current:
@@ -125,7 +129,7 @@ class Codec:
             raise MalformedRecordError(f"corrupt Avro body: {exc}") from exc
         if body.tell() != len(body.getbuffer()):
             raise MalformedRecordError("trailing bytes after the Avro body")
-        return record
+        return writer["name"].split(".")[-1], record
 
 
 def load_schema_file(path: Path) -> dict:
