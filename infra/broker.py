@@ -127,8 +127,11 @@ class KafkaBroker:
     def _format(self, props: Path) -> None:
         if (self.settings.data_dir / "meta.properties").exists():
             return
-        # Kafka cluster ids are 16 random bytes in url-safe base64 without padding.
-        cluster = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # Kafka cluster ids are 16 random bytes in url-safe base64 without padding; one that
+        # starts with '-' would read as an option to the storage tool, so draw again.
+        cluster = "-"
+        while cluster.startswith("-"):
+            cluster = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         proc = self._java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(props), "--standalone")
         if proc.returncode != 0:
             raise InfraError(f"formatting KRaft storage failed:\n{proc.stdout}{proc.stderr}")
