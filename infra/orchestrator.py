@@ -44,6 +44,9 @@ def _free_port_pair(port: int) -> int:
     raise RunError(f"no free port pair near {port} for the run's broker")
 
 
+MAX_RESTARTS = 3
+
+
 class RunError(RuntimeError):
     """The run cannot start or a component failed; the message says which and where its log is."""
 
@@ -277,10 +280,18 @@ class Orchestrator:
                 comp.start(env)
                 say(f"started {comp.name} (pid {comp.proc.pid}, log {comp.log})")
             last = ""
+            restarts = {comp.name: 0 for comp in self.components}
             while learner.alive():
                 for comp in (worker, sink, generator):
                     if not comp.alive() and comp.proc.returncode not in (0, None):
-                        raise RunError(f"{comp.name} exited with {comp.proc.returncode}:\n{comp.tail()}")
+                        # every component resumes from its committed offsets and changelogs,
+                        # so a crashed one is restarted (a few times) rather than ending the run
+                        if restarts[comp.name] >= MAX_RESTARTS:
+                            raise RunError(f"{comp.name} exited with {comp.proc.returncode} "
+                                           f"{MAX_RESTARTS + 1} times:\n{comp.tail()}")
+                        restarts[comp.name] += 1
+                        say(f"{comp.name} exited with {comp.proc.returncode}; restarting (see {comp.log})")
+                        comp.start(env)
                 line = tail.poll().line()
                 if progress and line != last:
                     print(f"\r[run] {line}", end="", flush=True)
