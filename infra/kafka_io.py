@@ -23,6 +23,13 @@ log = logging.getLogger(__name__)
 DEAD_LETTER_TOPIC = "deadletter"
 
 
+def dead_letter_record(topic: str, partition: int, offset: int, consumer: str, key: bytes | None,
+                       value: bytes | None, exc: Exception) -> dict[str, Any]:
+    """The body of a DeadLetter event (schemas/dead_letter.avsc) for one unusable record."""
+    return {"source_topic": topic, "source_partition": partition, "source_offset": offset, "consumer": consumer,
+            "key": key, "value": value, "error_type": type(exc).__name__, "error_message": str(exc)[:2000]}
+
+
 class DeliveryError(RuntimeError):
     """Records the broker did not acknowledge after the client's own retries."""
 
@@ -153,11 +160,8 @@ class EventConsumer:
     def _dead_letter(self, msg, exc: Exception) -> None:
         self.dead_lettered += 1
         log.warning("dead-lettering %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
-        self._dead_letters.send(DEAD_LETTER_TOPIC, msg.topic(), "DeadLetter", {
-            "source_topic": msg.topic(), "source_partition": msg.partition(), "source_offset": msg.offset(),
-            "consumer": self.group_id, "key": msg.key(), "value": msg.value(),
-            "error_type": type(exc).__name__, "error_message": str(exc)[:2000],
-        })
+        self._dead_letters.send(DEAD_LETTER_TOPIC, msg.topic(), "DeadLetter", dead_letter_record(
+            msg.topic(), msg.partition(), msg.offset(), self.group_id, msg.key(), msg.value(), exc))
 
     def commit(self, events: Iterable[ConsumedEvent] = ()) -> None:
         """Synchronously commit the offsets after `events` and any dead-lettered records seen,
@@ -216,8 +220,7 @@ def read_topic(topic: str, bootstrap: str | None = None, codec: Codec = CODEC, t
                 if msg.offset() >= ends[msg.partition()]:
                     continue
                 try:
-                    record = codec.decode(msg.value())
-                    payload = codec.writer_name(msg.value())
+                    payload, record = codec.decode_named(msg.value())
                 except DecodeError:
                     continue
                 events.append(ConsumedEvent(msg.topic(), msg.partition(), msg.offset(), msg.key(),

@@ -25,7 +25,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
-from infra.kafka_io import DEAD_LETTER_TOPIC, EventProducer, consumer_config
+from infra.kafka_io import DEAD_LETTER_TOPIC, EventProducer, consumer_config, dead_letter_record
 from infra.topics import advantages_topic
 from learner.batching import GroupAccumulator
 from learner.config import LearnerConfig
@@ -143,21 +143,8 @@ class LearnerService:
 
     def _dead_letter(self, msg, exc: Exception) -> None:
         self.dead_lettered += 1
-        self.producer.send(
-            DEAD_LETTER_TOPIC,
-            msg.topic(),
-            "DeadLetter",
-            {
-                "source_topic": msg.topic(),
-                "source_partition": msg.partition(),
-                "source_offset": msg.offset(),
-                "consumer": "learner",
-                "key": msg.key(),
-                "value": msg.value(),
-                "error_type": type(exc).__name__,
-                "error_message": str(exc)[:2000],
-            },
-        )
+        self.producer.send(DEAD_LETTER_TOPIC, msg.topic(), "DeadLetter", dead_letter_record(
+            msg.topic(), msg.partition(), msg.offset(), "learner", msg.key(), msg.value(), exc))
 
     def _pending(self) -> list[dict]:
         return self.accumulator.pending()

@@ -14,6 +14,8 @@ keeps following; `TaskFeed` turns the `tasks` and `metrics` topics into the two 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import bisect
 import random
 import uuid
@@ -146,7 +148,7 @@ class TopicFollower:
         self.consumer.close()
 
 
-class FollowedFeed:
+class FollowedFeed(ABC):
     """State folded from followed topics: subclasses set `self.follower` and define `apply`."""
 
     follower: "TopicFollower"
@@ -158,8 +160,9 @@ class FollowedFeed:
             self.apply(event.topic, event.payload, event.record)
         return len(events)
 
+    @abstractmethod
     def apply(self, topic: str, payload: str, record: dict[str, Any]) -> None:
-        raise NotImplementedError
+        """Fold one event into the state."""
 
 
 class TaskFeed(FollowedFeed):

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from infra.kafka_io import dead_letter_record
 from schemas.codec import CODEC, new_event_fields
 
 
 def dead_letter_value(topic: str, partition: int, offset: int, consumer: str,
                       key: bytes | None, value: bytes | None, exc: Exception) -> bytes:
-    record: dict[str, Any] = {
-        **new_event_fields(),
-        "source_topic": topic, "source_partition": partition, "source_offset": offset,
-        "consumer": consumer, "key": key, "value": value,
-        "error_type": type(exc).__name__, "error_message": str(exc)[:2000],
-    }
-    return CODEC.encode("DeadLetter", record)
+    record = dead_letter_record(topic, partition, offset, consumer, key, value, exc)
+    return CODEC.encode("DeadLetter", {**new_event_fields(), **record})
