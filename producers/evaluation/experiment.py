@@ -38,7 +38,7 @@ class EvalBudget(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     sets: list[str] = Field(["validation", "humaneval"], description="held-out sets: validation, humaneval")
-    max_tasks: int = Field(20, ge=1, description="tasks per set (the first by task id: the same for every arm)")
+    max_tasks: int = Field(20, ge=1, description="tasks per set (spread over functions, the same for every arm: see select_tasks)")
     k: int = Field(4, ge=1, description="pass@k")
     n: int | None = Field(None, ge=1, description="samples per task (default k)")
     temperature: float = Field(0.8, gt=0, description="sampling temperature of the n samples")

@@ -29,17 +29,28 @@ def test_validation_and_humaneval_sets(corpus, tmp_path):
     assert convert_corpus(corpus, tmp_path / "he.jsonl", "humaneval") == 2
     val = read_eval_tasks(tmp_path / "val.jsonl")
     he = read_eval_tasks(tmp_path / "he.jsonl")
-    assert [t["task_id"] for t in val] == ["m-1", "m-2"]  # task-id order
-    assert [t["task_id"] for t in he] == ["h-0", "h-1"] and {t["source"] for t in he} == {"humaneval"}
+    assert sorted(t["task_id"] for t in val) == ["m-1", "m-2"]
+    assert sorted(t["task_id"] for t in he) == ["h-0", "h-1"] and {t["source"] for t in he} == {"humaneval"}
     line = json.loads((tmp_path / "val.jsonl").read_text().splitlines()[0])
     assert "split" not in line and line["reference_code"].startswith("def f")
 
 
 def test_limit_and_errors(corpus, tmp_path):
-    assert [t["task_id"] for t in select_tasks(CORPUS, split="heldout", source="humaneval", limit=1)] == ["h-0"]
+    assert len(select_tasks(CORPUS, split="heldout", source="humaneval", limit=1)) == 1
     with pytest.raises(ValueError, match="unknown eval set"):
         convert_corpus(corpus, tmp_path / "x.jsonl", "train")
     only_train = tmp_path / "train.jsonl"
     only_train.write_text(json.dumps(CORPUS[2]) + "\n")
     with pytest.raises(ValueError, match="no tasks"):
         convert_corpus(only_train, tmp_path / "y.jsonl", "validation")
+
+
+def test_a_limited_set_spreads_over_functions_and_ignores_record_order():
+    many = [dict(record(f"f{f}-{p}", "validation", "mbpp"), function_id=f"f{f}", bug_pattern=p)
+            for f in range(4) for p in ("argument_swap", "off_by_one", "wrong_return")]
+    picked = select_tasks(many, split="validation", limit=6)
+    functions = [t["task_id"].split("-")[0] for t in picked]
+    assert functions == ["f0", "f1", "f2", "f3", "f0", "f1"]  # every function once before any twice
+    assert len({t["bug_pattern"] for t in picked[:4]}) > 1  # not the same pattern of every function
+    assert [t["task_id"] for t in select_tasks(many[::-1], split="validation", limit=6)] == \
+        [t["task_id"] for t in picked]

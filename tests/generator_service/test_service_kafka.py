@@ -13,6 +13,7 @@ from transformers import AutoModelForCausalLM
 from producers.generator.backends.hf import TransformersBackend
 from producers.generator.service import GeneratorService
 from schemas.codec import CODEC
+from tests.foundation.samples import SAMPLES
 from tests.generator_service.helpers import BUGGY, make_task, read_topic
 
 pytestmark = pytest.mark.kafka
@@ -179,46 +180,10 @@ def test_pacing_waits_at_the_bound_until_a_new_version(run_config, service_for, 
 
 
 def advantage_for(rollout: dict) -> dict:
-    """A minimal Advantage record that scores `rollout` (only group_id matters to the generator)."""
-    floats = [
-        "reward_raw",
-        "r_test",
-        "r_precision",
-        "r_style",
-        "r_progress",
-        "w_test",
-        "w_precision",
-        "w_style",
-        "w_progress",
-        "reward_enhanced",
-        "reward_normalised",
-        "advantage",
-        "ema_baseline",
-        "global_mean",
-        "global_std",
-        "group_mean",
-        "group_std",
-    ]
-    return {
-        **dict.fromkeys(floats, 0.0),
-        "config_id": "test",
-        "rollout_id": rollout["rollout_id"],
-        "feedback_event_id": "f",
-        "group_id": rollout["group_id"],
-        "task_id": rollout["task_id"],
-        "bug_pattern": "operator_swap",
-        "sample_index": rollout["sample_index"],
-        "group_size": rollout["group_size"],
-        "group_members": 2,
-        "group_complete": True,
-        "policy_version": rollout["policy_version"],
-        "global_count": 1,
-        "warmup": False,
-        "prompt_token_ids": rollout["prompt_token_ids"],
-        "completion_token_ids": rollout["completion_token_ids"],
-        "behaviour_logprobs": rollout["behaviour_logprobs"],
-        "finish_reason": rollout["finish_reason"],
-    }
+    """A valid Advantage record that scores `rollout` (only group_id matters to the generator)."""
+    keys = ("rollout_id", "group_id", "task_id", "sample_index", "group_size", "policy_version",
+            "prompt_token_ids", "completion_token_ids", "behaviour_logprobs", "finish_reason")
+    return {**SAMPLES["Advantage"], "config_id": "test", **{k: rollout[k] for k in keys}}
 
 
 def test_back_pressure_waits_for_scores(run_config, service_for, publish, kafka_bootstrap):
