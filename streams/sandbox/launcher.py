@@ -1,5 +1,6 @@
 """The command line that starts one zygote, and the cgroup that caps its processes."""
 
+import json
 import logging
 import os
 import shutil
@@ -19,16 +20,32 @@ PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")  # cgroup v1 pids controller
 # init, the zygote itself.
 SANDBOX_OVERHEAD_PROCESSES = 3
 
-# Executed by `python -c`: reads the zygote source from stdin, so no harness file
-# exists inside the sandbox for a candidate to read.
+# The modules that run inside the sandbox, in import order; each imports only the
+# standard library and the ones before it.
+SANDBOX_MODULES = ("wire", "phases", "candidate_server", "judge", "zygote")
+
+# Executed by `python -c`: reads the sandbox modules from stdin (so no harness file exists
+# inside the sandbox for a candidate to read), registers each under its package name, so
+# that they import one another as they do on the host, and starts the zygote.
 BOOTSTRAP = (
-    "import sys; src = sys.stdin.buffer.read(int(sys.argv[2])); g = {'__name__': 'zygote'}; "
-    "exec(compile(src, 'zygote', 'exec'), g); g['main'](sys.argv[1] == 'bwrap')"
+    "import sys, json, types; bundle = json.loads(sys.stdin.buffer.read(int(sys.argv[2])))\n"
+    "for name, src in bundle:\n"
+    "    for i in range(1, name.count('.') + 1):\n"
+    "        sys.modules.setdefault(name.rsplit('.', i)[0], types.ModuleType(name.rsplit('.', i)[0]))\n"
+    "    module = sys.modules[name] = types.ModuleType(name)\n"
+    "    exec(compile(src, name, 'exec'), module.__dict__)\n"
+    "module.main(sys.argv[1] == 'bwrap')"
 )
 
 
 def zygote_source() -> bytes:
-    return (Path(__file__).parent / "zygote.py").read_bytes()
+    """The bundle sent to a new zygote: [[module name, source], ...] as JSON."""
+    here = Path(__file__).parent
+    bundle = [
+        [f"streams.sandbox.{name}", (here / f"{name}.py").read_text()]
+        for name in SANDBOX_MODULES
+    ]
+    return json.dumps(bundle).encode("utf-8")
 
 
 def interpreter(config: SandboxConfig) -> str:

@@ -1,8 +1,11 @@
 """Turning what the sandbox reported into an EvalResult.
 
-The lines relayed from the child are candidate-reachable (the candidate runs in
-that process), so each is parsed with ast.literal_eval, checked for shape, and a
-test reported twice marks the result tampered and fails that test.
+The lines relayed from the sandbox are the judge's (judge.py), a process the candidate
+never ran in; they are parsed with ast.literal_eval and checked for shape all the same,
+and a line that breaks the format, a test reported twice, or test times that add up to
+more than the whole run took mark the result tampered. A value is read back with the
+codec (wire.py), which builds exact builtin types only, and compared here with the
+expected literal, which never left this process.
 """
 
 import os
@@ -11,9 +14,12 @@ from typing import Any
 
 from streams.sandbox.asserts import PreparedTest, parse_value
 from streams.sandbox.models import SEVERITY, ErrorKind, EvalResult, TestResult
+from streams.sandbox.wire import WireError, decode
 
-KNOWN_CHILD_FLAGS = {"patched_builtins"}
+KNOWN_CHILD_FLAGS = {"patched_builtins", "non_plain_value"}
 MESSAGE_CHARS = 300
+# Timer granularity and rounding: more than this beyond the wall clock is impossible.
+TIMING_SLACK_MS = 50.0
 
 
 def sandbox_failure(
@@ -28,12 +34,18 @@ def sandbox_failure(
 
 
 def death_reason(reply: dict[str, Any], cpu_seconds: int) -> tuple[ErrorKind, str]:
-    """Why the child stopped before reporting everything."""
+    """Why the judge stopped before reporting everything."""
     if reply["timed_out"]:
         return (
             ErrorKind.TIMEOUT,
             f"wall-clock timeout after {reply['wall_ms'] / 1000:.2f} s",
         )
+    return ErrorKind.CRASH, "the judge stopped before finishing the tests"
+
+
+def candidate_end(reply: dict[str, Any], cpu_seconds: int) -> tuple[ErrorKind, str] | None:
+    """Why the candidate's process ended while the judge needed it; None if it ended of
+    its own accord (an exit call), which only a candidate dodging its tests does."""
     status = reply["wait_status"]
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
@@ -42,11 +54,7 @@ def death_reason(reply: dict[str, Any], cpu_seconds: int) -> tuple[ErrorKind, st
         ):
             return ErrorKind.TIMEOUT, f"CPU limit of {cpu_seconds} s reached"
         return ErrorKind.CRASH, f"killed by signal {signal.Signals(sig).name}"
-    code = os.waitstatus_to_exitcode(status)
-    return (
-        ErrorKind.CRASH,
-        f"process exited with status {code} before finishing the tests",
-    )
+    return None
 
 
 class _Frames:
@@ -58,6 +66,8 @@ class _Frames:
         self.flags: set[str] = set()
         self.fatal = ""
         self.done = False
+        self.lost: tuple[int, bool] | None = None  # (test index or -1 at load, hung)
+        self.tampered = ""
         for line in text.splitlines():
             ok, frame = parse_value(line)
             if not (
@@ -80,6 +90,12 @@ class _Frames:
             return True
         if tag == "fatal" and len(rest) == 1:
             self.fatal = str(rest[0])
+            return True
+        if tag == "lost" and len(rest) == 2 and isinstance(rest[0], int) and isinstance(rest[1], bool):
+            self.lost = (rest[0], rest[1])
+            return True
+        if tag == "tampered" and len(rest) == 2 and isinstance(rest[1], str):
+            self.tampered = rest[1] or "tampering"
             return True
         if (
             tag in ("value", "pass", "fail")
@@ -138,15 +154,19 @@ def judge(test: PreparedTest, index: int, raw: tuple) -> TestResult:
             f"value too long: {shown}...",
             runtime_ms,
         )
-    ok, value = parse_value(text)
+    try:
+        ok, value = True, decode(text)
+    except WireError:
+        ok, value = False, None
     if not ok:
         return TestResult(
             index,
             False,
             ErrorKind.WRONG_ANSWER,
-            f"got {shown}, not a literal",
+            f"got {shown}, not a plain value",
             runtime_ms,
         )
+    shown = repr(value)[:MESSAGE_CHARS]
     try:
         passed = bool(value == test.expected)
     except Exception:  # literals compare without raising, but stay safe
@@ -186,6 +206,21 @@ def build_result(
         return sandbox_failure(
             total, "harness failed: " + frames.fatal, runtime_ms, list(flags)
         )
+    reported_ms = sum(r[-1] for r in frames.results.values() if isinstance(r[-1], float))
+    if reported_ms > reply["wall_ms"] + TIMING_SLACK_MS:
+        frames.tampered = f"tests took {reported_ms:.0f} ms of a {reply['wall_ms']:.0f} ms run"
+    ended = None
+    if frames.lost is not None and not frames.tampered:
+        ended = candidate_end(reply, cpu_seconds)
+        if frames.lost[1]:
+            ended = (ErrorKind.TIMEOUT, "the candidate stopped answering (time limit)")
+        elif ended is None:
+            frames.tampered = "the candidate's process exited before the tests finished"
+    if frames.tampered:
+        flags.add("results_tampered")
+        message = "results tampered: " + frames.tampered[:200]
+        outcomes = [TestResult(i, False, ErrorKind.CRASH, message, 0.0) for i in range(total)]
+        return EvalResult(0, total, outcomes, ErrorKind.CRASH, message, runtime_ms, stdout, sorted(flags))
 
     if frames.load is not None and frames.load[0] is not ErrorKind.NONE:
         kind, message = frames.load
@@ -197,7 +232,7 @@ def build_result(
             0, total, outcomes, kind, message, runtime_ms, stdout, sorted(flags)
         )
 
-    died = None if frames.done else death_reason(reply, cpu_seconds)
+    died = ended or (None if frames.done else death_reason(reply, cpu_seconds))
     outcomes = []
     for index, test in enumerate(tests):
         if index in frames.results:

@@ -1,28 +1,29 @@
 """The warm worker process that runs inside the sandbox.
 
-This file is not imported by the host: its source is sent over stdin to a bare
-`python -I -S` inside bubblewrap and executed there, so it may use the standard
-library only. The zygote never runs candidate code itself. For each request it
-forks a child that:
+This module and the ones it imports (wire, phases, candidate_server, judge) are not
+imported by the host: their sources are sent over stdin to a bare `python -I -S` inside
+bubblewrap and executed there (launcher.py), so they use the standard library only. The
+zygote never runs candidate code itself. For each request it forks two processes:
 
-1. (bwrap mode) is pid 1 of a fresh PID namespace, so when it exits or is killed
-   the kernel kills everything it spawned; it also gets a private mount
-   namespace with its own empty /tmp and a /proc that shows only itself;
-2. redirects stdout/stderr to a capped pipe, sets resource limits, drops every
-   capability, and calls setsid;
-3. runs the candidate, then each test with pristine builtins, reporting one
-   line per event on a result pipe.
+- the candidate's process, which (bwrap mode) is pid 1 of a fresh PID namespace, so when it
+  exits or is killed the kernel kills everything it spawned, with a private mount namespace
+  (its own empty /tmp, a /proc that shows only itself), stdout/stderr on a capped pipe,
+  resource limits, no capabilities, its own session; it loads the candidate and answers
+  calls (candidate_server.py);
+- the judge, which runs the tests against the candidate's process over two pipes and writes
+  the report (judge.py); the candidate's process holds no descriptor of the report pipe and
+  cannot see the judge's process.
 
-The zygote enforces the wall-clock deadline, caps what it reads, reaps the child
-and relays raw bytes to the host, which parses and judges them. Expected values
-of split asserts never reach this process.
+The zygote enforces the wall-clock deadline, caps what it reads, reaps both and relays the
+judge's report to the host, which parses and judges it. Expected values of split asserts
+never reach this process.
 
-Wire format, host <-> zygote: 4-byte big-endian length + UTF-8 JSON.
-Child -> host (relayed): lines, each `repr()` of a tuple of str/int/float.
+Wire format, host <-> zygote: 4-byte big-endian length + JSON.
+Judge -> host (relayed): lines, each `repr()` of a tuple of str/int/float/bool.
 """
 
-import builtins
 import ctypes
+import fcntl
 import gc
 import io
 import json
@@ -36,13 +37,13 @@ import sys
 import tempfile
 import time
 
+from streams.sandbox.candidate_server import JUDGE_IMPORTABLE, CandidateServer
+from streams.sandbox.judge import Judge
+from streams.sandbox.phases import describe
+from streams.sandbox.wire import write_frame
+
 # Imported once here so that every forked child gets them for free.
-PRELOADED = (
-    "math cmath re collections collections.abc itertools functools heapq bisect string "
-    "operator typing decimal fractions statistics random datetime copy array dataclasses "
-    "enum json struct textwrap unicodedata numbers"
-).split()
-for _name in PRELOADED:
+for _name in sorted(JUDGE_IMPORTABLE):
     try:
         __import__(_name)
     except ImportError:
@@ -69,19 +70,12 @@ def _check(ret, what):
 # ---------------------------------------------------------------- host framing
 
 
-def read_frame(stream):
+def read_host_frame(stream):
     head = stream.read(4)
     if len(head) < 4:
         return None
     (size,) = struct.unpack(">I", head)
     return json.loads(stream.read(size).decode("utf-8"))
-
-
-def write_frame(fd, obj):
-    data = json.dumps(obj).encode("utf-8")
-    data = struct.pack(">I", len(data)) + data
-    while data:
-        data = data[os.write(fd, data) :]
 
 
 # ------------------------------------------------------------ child isolation
@@ -139,254 +133,58 @@ def set_rlimits(limits):
     resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_processes"],) * 2)
 
 
-def redirect_fds(out_fd, res_fd):
-    """stdin <- /dev/null, stdout+stderr -> output pipe, result pipe -> fd 3; close the rest."""
+def redirect_fds(out_fd, keep):
+    """stdin <- /dev/null, stdout+stderr -> out_fd, `keep` -> fds 3, 4, ...; close the rest
+    (the zygote's pipes to the host among them). Returns the new numbers of `keep`."""
+    # Copy the kept ones above every target first, so that no dup2 overwrites another.
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 3 + len(keep)) for fd in keep]
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
-    os.dup2(res_fd, 3)
-    os.closerange(4, 1 << 16)  # also closes the zygote's pipes to the host
+    for number, fd in enumerate(high, start=3):
+        os.dup2(fd, number)
+    os.closerange(3 + len(keep), 1 << 16)
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
     sys.stderr = sys.stdout
-    return 3
-
-
-# --------------------------------------------------------------- the harness
-
-
-class PhaseTimeout(BaseException):
-    """Raised by SIGALRM when a phase overruns its share. BaseException so that
-    `except Exception` in the candidate does not swallow it."""
-
-
-def _on_alarm(signum, frame):
-    raise PhaseTimeout("exceeded its share of the time limit")
-
-
-class Snapshot:
-    """Pristine builtins and watched modules, restorable after the candidate ran."""
-
-    def __init__(self, module_names):
-        self.builtins = dict(builtins.__dict__)
-        self.modules = {}
-        for name in module_names:
-            module = sys.modules.get(name)
-            if module is not None:
-                self.modules[name] = (module, dict(module.__dict__))
-
-    def restore(self):
-        """Undo any patching; return True if something had been patched."""
-        patched = self._restore_dict(builtins.__dict__, self.builtins)
-        for name, (module, saved) in self.modules.items():
-            if sys.modules.get(name) is not module:
-                sys.modules[name] = module
-                patched = True
-            patched |= self._restore_dict(module.__dict__, saved)
-        return patched
-
-    @staticmethod
-    def _restore_dict(live, saved):
-        same = len(live) == len(saved) and all(
-            k in live and live[k] is v for k, v in saved.items()
-        )
-        if not same:
-            live.clear()
-            live.update(saved)
-        return not same
-
-
-def classify(exc):
-    if isinstance(exc, PhaseTimeout):
-        return "timeout"
-    if isinstance(exc, MemoryError):
-        return "memory"
-    if isinstance(exc, ImportError):
-        return "import"
-    return "crash"  # RecursionError, SystemExit and every other exception
-
-
-def describe(exc):
-    # The candidate controls exception classes and their __str__; never let a
-    # hostile one break the report.
-    try:
-        text = str(exc)
-        return (type(exc).__name__ + (": " + text if text else ""))[:500]
-    except BaseException:
-        return "unprintable exception"
-
-
-
-_EXACT_LITERALS = (bool, int, float, complex, str, bytes, type(None))
-
-
-def plain(value, depth=0):
-    """The value rebuilt from builtin literal types: subclasses (Counter, defaultdict,
-    OrderedDict, namedtuple, str or int subclasses) become their base type, so the host can
-    compare them with `literal_eval`, and no subclass's own `__eq__` decides a verdict.
-    The base classes' own methods are called, so a candidate's overrides are never run."""
-    if type(value) in _EXACT_LITERALS or depth > 64:
-        return value
-    d = depth + 1
-    if isinstance(value, dict):
-        return {plain(k, d): plain(v, d) for k, v in dict.items(value)}
-    if isinstance(value, list):
-        return [plain(v, d) for v in list.__iter__(value)]
-    if isinstance(value, tuple):
-        return tuple(plain(v, d) for v in tuple.__iter__(value))
-    if isinstance(value, frozenset):
-        return frozenset(plain(v, d) for v in frozenset.__iter__(value))
-    if isinstance(value, set):
-        return {plain(v, d) for v in set.__iter__(value)}
-    if isinstance(value, bool):
-        return bool(int.__int__(value))
-    if isinstance(value, int):
-        return int.__int__(value)
-    if isinstance(value, float):
-        return float.__float__(value)
-    if isinstance(value, complex):
-        return complex.__complex__(value)
-    if isinstance(value, str):
-        return str.__str__(value)
-    if isinstance(value, bytes):
-        return bytes.__bytes__(value) if hasattr(bytes, "__bytes__") else bytes(value)
-    return value
-
-class Harness:
-    def __init__(self, req, res_fd):
-        self.req = req
-        self.res_fd = res_fd
-        self.max_repr = req["limits"]["max_output_bytes"]
-        watched = set(PRELOADED) | {"os", "sys", "signal", "time", "io", "builtins"}
-        for line in req["imports"]:
-            for word in line.replace(",", " ").split():
-                if word not in ("import", "from", "as"):
-                    watched.add(word)
-        self.snapshot = Snapshot(sorted(watched))
-        self.flags = set()
-        # Bind everything the harness needs now, before the candidate can patch it.
-        self._write, self._repr, self._now = os.write, repr, time.perf_counter
-        self._plain = plain
-        self._getpid = os.getpid
-        self.pid = os.getpid()
-        self._setitimer, self._signal = signal.setitimer, signal.signal
-
-    def send(self, *frame):
-        if self._getpid() != self.pid:  # a copy made by a candidate's fork stays silent
-            return
-        line = (self._repr(frame) + "\n").encode("utf-8", "backslashreplace")
-        try:
-            self._write(self.res_fd, line)
-        except OSError:
-            pass
-
-    def arm(self, seconds):
-        self._signal(signal.SIGALRM, _on_alarm)
-        self._setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
-
-    def disarm(self):
-        self._setitimer(signal.ITIMER_REAL, 0)
-
-    def run(self):
-        req = self.req
-        share = req["phase_timeout_s"]
-        namespace = {"__name__": "__main__", "__builtins__": builtins}
-        start = self._now()
-        try:
-            self.arm(share)
-            try:
-                code = compile(req["code"], "<candidate>", "exec")
-            except (SyntaxError, ValueError, OverflowError, RecursionError) as exc:
-                self.disarm()
-                self.send("load", "syntax", describe(exc), self._ms(start))
-                return
-            exec(code, namespace)
-            if req["setup_code"]:
-                exec(compile(req["setup_code"], "<setup>", "exec"), namespace)
-            self.disarm()
-        except BaseException as exc:
-            self.disarm()
-            self.send("load", classify(exc), describe(exc), self._ms(start))
-            return
-        self.send("load", "none", "", self._ms(start))
-        self.run_tests(namespace, share)
-
-    def test_namespace(self, namespace):
-        """The candidate's names, minus any that shadow a builtin, on pristine builtins."""
-        entry = self.req["entry_point"]
-        names = {
-            k: v
-            for k, v in namespace.items()
-            if k not in self.snapshot.builtins or k == entry
-        }
-        names["__builtins__"] = builtins
-        return names
-
-    def run_tests(self, namespace, share):
-        if self.snapshot.restore() or namespace.get("__builtins__") is not builtins:
-            self.flags.add("patched_builtins")
-        names = self.test_namespace(namespace)
-        try:
-            for line in self.req["imports"]:
-                exec(line, names)
-        except BaseException as exc:
-            self.send("load", classify(exc), "test imports: " + describe(exc), 0.0)
-            return
-        for index, test in enumerate(self.req["tests"]):
-            if self.snapshot.restore():
-                self.flags.add("patched_builtins")
-            names["__builtins__"] = builtins
-            self.send("flags", *sorted(self.flags))
-            self.run_one(index, test, names, share)
-        self.send("done")
-
-    def run_one(self, index, test, names, share):
-        start = self._now()
-        try:
-            self.arm(share)
-            if test["kind"] == "expr":
-                value = eval(test["source"], names)
-                text = self._repr(self._plain(value))
-                self.disarm()
-                self.send(
-                    "value",
-                    index,
-                    text[: self.max_repr],
-                    len(text) > self.max_repr,
-                    self._ms(start),
-                )
-            else:
-                exec(test["source"], names)
-                self.disarm()
-                self.send("pass", index, self._ms(start))
-        except AssertionError as exc:
-            self.disarm()
-            self.send("fail", index, "wrong_answer", describe(exc), self._ms(start))
-        except BaseException as exc:
-            self.disarm()
-            self.send("fail", index, classify(exc), describe(exc), self._ms(start))
-
-    def _ms(self, start):
-        return (self._now() - start) * 1000.0
+    return list(range(3, 3 + len(keep)))
 
 
 # ------------------------------------------------------------- the zygote side
 
 
-def child_main(req, out_w, res_w, isolated):
-    status, report_fd = 0, res_w
+def candidate_main(req, out_w, call_r, reply_w, isolated):
+    status, reply_fd = 0, reply_w
     try:
         if isolated:
             enter_private_namespaces()
-        res_fd = report_fd = redirect_fds(out_w, res_w)
+        call_fd, reply_fd = redirect_fds(out_w, [call_r, reply_w])
         set_rlimits(req["limits"])
         if isolated:
             drop_capabilities()
         os.setsid()
-        Harness(req, res_fd).run()
-    except BaseException as exc:  # a failure of the harness itself, not the candidate
+        CandidateServer(req, call_fd, reply_fd).run()
+    except BaseException as exc:  # a failure of the server itself: the judge sees a bad reply
         try:
-            os.write(report_fd, (repr(("fatal", describe(exc))) + "\n").encode())
+            write_frame(reply_fd, ["fatal", describe(exc)])
+        except BaseException:
+            pass
+        status = 70
+    os._exit(status)
+
+
+def judge_main(req, call_w, reply_r, res_w):
+    status, res_fd = 0, res_w
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        call_fd, reply_fd, res_fd = redirect_fds(devnull, [call_w, reply_r, res_w])
+        # Trusted code, but it holds values the candidate chose: the same caps apply.
+        set_rlimits(req["limits"])
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a dead candidate is an EPIPE, not our death
+        Judge(req, call_fd, reply_fd, res_fd).run()
+    except BaseException as exc:  # a failure of the judge itself, not the candidate
+        try:
+            os.write(res_fd, (repr(("fatal", describe(exc))) + "\n").encode())
         except BaseException:
             pass
         status = 70
@@ -431,53 +229,67 @@ class CappedReader:
 def run_request(req, isolated):
     limits = req["limits"]
     out_r, out_w = os.pipe()
-    res_r, res_w = os.pipe()
+    call_r, call_w = os.pipe()
+    reply_r, reply_w = os.pipe()
     started = time.perf_counter()
     if isolated:
-        # Each child becomes pid 1 of a new PID namespace: the kernel kills all
-        # of its descendants when it dies, even ones that called setsid. The
-        # kernel allows a new one only once children go to our own namespace
-        # again, hence the setns first.
+        # The candidate becomes pid 1 of a new PID namespace: the kernel kills all of its
+        # descendants when it dies, even ones that called setsid. The kernel allows a new
+        # one only once children go to our own namespace again, hence the setns first.
         _check(_libc.setns(_own_pid_namespace(), CLONE_NEWPID), "setns(pid)")
         _check(_libc.unshare(CLONE_NEWPID), "unshare(pid)")
-    # Weak mode has no private /tmp: give each child a fresh folder, removed after.
+    # Weak mode has no private /tmp: give each candidate a fresh folder, removed after.
     workdir = None if isolated else tempfile.mkdtemp(prefix="candidate-")
-    pid = os.fork()
-    if pid == 0:
-        os.close(out_r)
-        os.close(res_r)
+    candidate = os.fork()
+    if candidate == 0:
+        for fd in (out_r, call_w, reply_r):
+            os.close(fd)
         if workdir:
             os.chdir(workdir)
-        child_main(req, out_w, res_w, isolated)
-    os.close(out_w)
-    os.close(res_w)
-    pidfd = os.pidfd_open(pid)
+        candidate_main(req, out_w, call_r, reply_w, isolated)
+    for fd in (out_w, call_r, reply_w):
+        os.close(fd)
+    if isolated:  # the judge lives in our namespace, out of the candidate's sight
+        _check(_libc.setns(_own_pid_namespace(), CLONE_NEWPID), "setns(pid)")
+    # Made after the candidate's fork: it never had this pipe, not even for a moment.
+    res_r, res_w = os.pipe()
+    judge = os.fork()
+    if judge == 0:
+        for fd in (out_r, res_r):
+            os.close(fd)
+        judge_main(req, call_w, reply_r, res_w)
+    for fd in (call_w, reply_r, res_w):
+        os.close(fd)
+    candidate_fd, judge_fd = os.pidfd_open(candidate), os.pidfd_open(judge)
     output = CappedReader(out_r, limits["max_output_bytes"])
     results = CappedReader(res_r, limits["max_result_bytes"])
     deadline = started + req["timeout_s"]
-    timed_out, exited = False, False
-    while not exited or output.open or results.open:
+    timed_out, judged = False, False
+    while not judged or output.open or results.open:
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
-            timed_out = not exited
+            timed_out = not judged
             break
-        watch = [r.fd for r in (output, results) if r.open] + (
-            [] if exited else [pidfd]
-        )
+        watch = [r.fd for r in (output, results) if r.open] + ([] if judged else [judge_fd])
         ready, _, _ = select.select(watch, [], [], remaining)
         for reader in (output, results):
             if reader.open and reader.fd in ready:
                 reader.pump()
-        if pidfd in ready:
-            exited = True
-            # Stragglers of a weakly isolated child still hold the pipes open.
-            _kill_group(pid)
+        if judge_fd in ready:
+            judged = True
+            # The verdict is in: the candidate and its stragglers go.
+            _kill_group(candidate)
             deadline = min(deadline, time.perf_counter() + 0.2)
-    _kill_group(pid)
-    if not exited:
-        os.kill(pid, signal.SIGKILL)
-    _, status, usage = os.wait4(pid, 0)
-    os.close(pidfd)
+    _kill_group(candidate)
+    for pid in (candidate, judge):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _, status, usage = os.wait4(candidate, 0)
+    _, judge_status, _ = os.wait4(judge, 0)
+    for fd in (candidate_fd, judge_fd):
+        os.close(fd)
     if workdir:
         shutil.rmtree(workdir, ignore_errors=True)
     for reader in (output, results):
@@ -485,6 +297,7 @@ def run_request(req, isolated):
             os.close(reader.fd)
     return {
         "wait_status": status,
+        "judge_status": judge_status,
         "timed_out": timed_out,
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "wall_ms": (time.perf_counter() - started) * 1000.0,
@@ -555,7 +368,7 @@ def main(isolated):
     write_frame(out_fd, {"ready": True})
     stdin = sys.stdin.buffer
     while True:
-        req = read_frame(stdin)
+        req = read_host_frame(stdin)
         if req is None:
             return
         try:

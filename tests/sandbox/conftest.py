@@ -1,7 +1,7 @@
 import psutil
 import pytest
 
-from streams.sandbox import EvalRequest, SandboxConfig, SandboxPool
+from streams.sandbox import ErrorKind, EvalRequest, SandboxConfig, SandboxPool
 
 # Small budgets keep hostile cases (loops, bombs) quick.
 HOSTILE_CONFIG = SandboxConfig(
@@ -29,3 +29,13 @@ def pool():
 def process_count():
     """Counts processes below this test process (per worker: bwrap's monitor, its init, a zygote)."""
     return lambda: len(psutil.Process().children(recursive=True))
+
+
+@pytest.fixture
+def healthy_after(pool, process_count):
+    """Run the case, then check no stray process remains and a normal candidate passes."""
+    before = process_count()
+    yield
+    after = pool.evaluate(NORMAL)
+    assert (after.error_kind, after.tests_passed) == (ErrorKind.NONE, 3)
+    assert process_count() == before

@@ -7,21 +7,10 @@ from pathlib import Path
 import pytest
 
 from streams.sandbox import ErrorKind, EvalRequest
-from tests.sandbox.conftest import NORMAL
 
 ZYGOTE_SOURCE = (
     Path(__file__).resolve().parents[2] / "streams" / "sandbox" / "zygote.py"
 )
-
-
-@pytest.fixture
-def healthy_after(pool, process_count):
-    """Run the case, then check no stray process remains and a normal candidate passes."""
-    before = process_count()
-    yield
-    after = pool.evaluate(NORMAL)
-    assert (after.error_kind, after.tests_passed) == (ErrorKind.NONE, 3)
-    assert process_count() == before
 
 
 def run(pool, code, tests, **kw):
@@ -225,18 +214,6 @@ def test_a_correct_candidate_that_patches_still_passes(pool, healthy_after):
     result = run(pool, code, ["assert f() == {2, 1}", "assert set(f()) == set([1, 2])"])
     assert (result.error_kind, result.tests_passed) == (ErrorKind.NONE, 2)
     assert "patched_builtins" in result.flags
-
-
-def test_forging_the_result_channel(pool, healthy_after):
-    # The candidate writes its own report lines on the result pipe, then exits.
-    code = (
-        "import os\nos.write(3, (repr(('pass', 0, 0.1)) + '\\n').encode())\n"
-        "os.write(3, (repr(('value', 1, \"'guess'\", False, 0.1)) + '\\n').encode())\n"
-        "os._exit(0)\n"
-    )
-    result = run(pool, code, ["assert f() == 1", "assert f() == 'right'"])
-    assert result.tests_passed == 0
-    assert "results_tampered" in result.flags
 
 
 def test_segfault(pool, healthy_after):

@@ -79,7 +79,7 @@ def test_non_literal_or_truncated_value_fails():
         ]
     )
     assert [o.passed for o in result.outcomes] == [False, False, True]
-    assert "not a literal" in result.outcomes[0].message
+    assert "not a plain value" in result.outcomes[0].message
     assert "too long" in result.outcomes[1].message
 
 
@@ -103,7 +103,7 @@ def test_gravest_kind_wins():
     assert result.error_message == "MemoryError"
 
 
-def test_unreported_tests_take_the_reason_the_child_died():
+def test_unreported_tests_take_the_reason_the_run_ended():
     killed = build([LOAD_OK, ("value", 0, "2", False, 0.1)], timed_out=True)
     assert [o.error_kind for o in killed.outcomes] == [
         ErrorKind.NONE,
@@ -111,12 +111,45 @@ def test_unreported_tests_take_the_reason_the_child_died():
         ErrorKind.TIMEOUT,
     ]
     assert killed.error_kind is ErrorKind.TIMEOUT
-    segv = build([LOAD_OK], wait_status=signal.SIGSEGV)
+    # The judge lost the candidate's process during test 1: its end names the reason.
+    lost = [LOAD_OK, ("value", 0, "2", False, 0.1), ("lost", 1, False)]
+    segv = build(lost, wait_status=signal.SIGSEGV)
     assert segv.error_kind is ErrorKind.CRASH and "SIGSEGV" in segv.error_message
-    cpu = build([LOAD_OK], wait_status=signal.SIGKILL, cpu_s=2.3)
+    assert [o.passed for o in segv.outcomes] == [True, False, False]
+    cpu = build(lost, wait_status=signal.SIGKILL, cpu_s=2.3)
     assert cpu.error_kind is ErrorKind.TIMEOUT
-    exited = build([LOAD_OK], wait_status=3 << 8)
-    assert exited.error_kind is ErrorKind.CRASH and "status 3" in exited.error_message
+    hung = build(lost[:2] + [("lost", 1, True)], wait_status=signal.SIGKILL)
+    assert [o.error_kind for o in hung.outcomes][1:] == [ErrorKind.TIMEOUT] * 2
+
+
+def test_a_candidate_that_exits_before_the_judge_is_done_scores_nothing():
+    # Test 0 passed, then the candidate's process ended itself with an exit call.
+    result = build([LOAD_OK, ("value", 0, "2", False, 0.1), ("lost", 1, False)], wait_status=0)
+    assert result.tests_passed == 0 and "results_tampered" in result.flags
+    assert result.error_kind is ErrorKind.CRASH
+
+
+def test_a_report_from_the_judge_of_tampering_scores_nothing():
+    result = build([LOAD_OK, ("value", 0, "2", False, 0.1), ("tampered", 1, "a reply that does not answer")])
+    assert result.tests_passed == 0 and "results_tampered" in result.flags
+    assert "does not answer" in result.error_message
+
+
+def test_test_times_longer_than_the_run_are_impossible():
+    # reply() says the whole run took 5 ms; three tests of 40 ms cannot have happened.
+    lines = [LOAD_OK, ("value", 0, "2", False, 40.0), ("value", 1, "[3]", False, 40.0), ("pass", 2, 40.0), ("done",)]
+    result = build(lines)
+    assert result.tests_passed == 0 and "results_tampered" in result.flags
+
+
+def test_values_are_read_back_as_plain_builtins_only():
+    # The wire text of a Counter is a plain dict; a handle is never a value here.
+    tests = [prepare_test("assert f() == {'a': 2}"), prepare_test("assert f() == 1")]
+    lines = [LOAD_OK, ("value", 0, '{"d":[["a",2]]}', False, 0.1),
+             ("value", 1, '{"h":1,"type":"Yes"}', False, 0.1), ("done",)]
+    result = build_result(tests, reply(lines), cpu_seconds=2, runtime_ms=1.0, flags=set())
+    assert [o.passed for o in result.outcomes] == [True, False]
+    assert "not a plain value" in result.outcomes[1].message
 
 
 def test_forged_and_garbage_lines_are_flagged():
