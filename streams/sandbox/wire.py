@@ -11,6 +11,8 @@ without running any of that code: no `__eq__`, `__hash__` or `__repr__` of its o
     {"t": [..]} {"s": [..]} {"f": [..]}  tuple, set, frozenset
     {"d": [[k, v], ..]}                  dict (keys of any plain type)
     {"i": "hex"} {"c": [re, im]} {"b": "hex"}   huge int, complex, bytes
+    {"n": "int"}                         a builtin type, by name (`remove_type(xs, int)`); never a
+                                         builtin function, so no `exec` or `open` crosses
     {"h": n, "type": "Name"}             a handle: an object that stays in the process that made it
 
 Encoding reads builtin subclasses (Counter, OrderedDict, defaultdict, namedtuple, IntEnum,
@@ -19,6 +21,7 @@ one compares as its base value, and no override of the subclass is ever called.
 JSON is hand-tagged rather than pickled: pickle would run code on load.
 """
 
+import builtins
 import json
 import os
 import struct
@@ -72,9 +75,21 @@ def encode(value, handle_of=None, depth=0):
         return {"c": [complex.__complex__(value).real, complex.__complex__(value).imag]}
     if isinstance(value, bytes):
         return {"b": bytes.hex(value)}
+    name = _builtin_name(value)
+    if name is not None:
+        return {"n": name}
     if handle_of is None:
         raise TypeError(f"not a plain value: {type.__getattribute__(kind, '__name__')}")
     return handle_of(value)
+
+
+def _builtin_name(value):
+    """The name under which `value` is a builtin type, else None."""
+    if type(value) is type:
+        name = type.__getattribute__(value, "__name__")
+        if type(name) is str and builtins.__dict__.get(name) is value:
+            return name
+    return None
 
 
 def _decoder(handle):
@@ -99,6 +114,8 @@ def _decoder(handle):
                 return complex(body[0], body[1])
             if tag == "b" and type(body) is str:
                 return bytes.fromhex(body)
+            if tag == "n" and type(body) is str and _builtin_name(builtins.__dict__.get(body)) == body:
+                return builtins.__dict__[body]
         raise WireError(f"not a tagged value: {str(obj)[:100]}")
 
     return build

@@ -91,6 +91,9 @@ CORRECT = {
     "nan_inf_huge": ("def f(n):\n    return [float('inf'), 2 ** n, -0.0, 1 + 2j, b'x', {1, 2}, frozenset()]\n",
                      ["assert f(20000)[1] == 2 ** 20000", "assert f(1)[0] == float('inf')",
                       "assert f(1)[2:] == [0.0, 1 + 2j, b'x', {2, 1}, frozenset()]"], []),
+    "type_argument": ("def f(items, kind):\n    return [x for x in items if not isinstance(x, kind)]\n",
+                      ["assert f((4, 5.5, 'a', 7), int) == [5.5, 'a']", "assert f([1, 'b'], str) == [1]",
+                       "assert type(f([], int)) is list"], []),
     "raises_the_expected_error": ("def f(x):\n    if x < 0:\n        raise ValueError('negative')\n    return x\n",
                                   ["try:\n    f(-1)\nexcept ValueError:\n    pass\nelse:\n    assert False"], []),
 }

@@ -18,7 +18,7 @@ class Colour(IntEnum):
 @pytest.mark.parametrize("value", [
     None, True, False, 0, -7, 2 ** 70, 3 ** 30000, 1.5, -0.0, "", "tab\tand \ud800 surrogate", b"\x00\xff",
     1 - 2j, [], [1, [2, [3]]], (), (1, ("a",)), {}, {"a": 1, 2: [3], (1, 2): None, None: {"x"}},
-    set(), {1, "a", (2, 3)}, frozenset({frozenset({1})}), [float("inf"), float("-inf")],
+    set(), {1, "a", (2, 3)}, frozenset({frozenset({1})}), [float("inf"), float("-inf")], [int, str, ValueError],
 ], ids=lambda v: type(v).__name__)
 def test_plain_values_come_back_equal_and_of_the_same_exact_type(value):
     back = decode(dumps(value))
@@ -67,7 +67,7 @@ def test_self_reference_is_too_deep():
 @pytest.mark.parametrize("text", [
     "{", '{"x": 1}', '{"t": 1}', '{"s": [[1]]}', '{"d": [[1]]}', '{"c": [1, "a"]}', '{"b": "zz"}',
     '{"h": 1, "type": "A"}',  # a handle where none may be
-    '{"i": "not hex"}', "[" * 100000 + "]" * 100000,
+    '{"i": "not hex"}', "[" * 100000 + "]" * 100000, '{"n": "exec"}', '{"n": "open"}', '{"n": "nothing"}',
 ], ids=lambda t: t[:12])
 def test_anything_no_honest_writer_produces_is_refused(text):
     with pytest.raises(WireError):
