@@ -1,8 +1,11 @@
 """The sink: every topic lands in ClickHouse, in batches by size and time.
 
 At-least-once from Kafka, exactly-once in the tables: offsets are committed only after a
-batch is stored, so a crash replays the uncommitted tail, and the tables are
-ReplacingMergeTree keyed by event id, so the replayed rows collapse (counts use FINAL).
+batch is stored, so a crash replays the uncommitted tail. Every row keeps its Kafka
+coordinates (_topic, _partition, _offset), and one INSERT per table and batch is atomic,
+so the store itself knows how far each partition got: a replayed event at or below that
+offset is dropped before the insert, and each event is stored once (plain counts equal
+FINAL counts). The tables are also ReplacingMergeTree keyed by event id, a second guard.
 Poison records are dead-lettered by the consumer and reach the `dead_letters` table
 through the `deadletter` topic.
 """
@@ -59,22 +62,42 @@ class Sink:
         self.stats = SinkStats()
         self._buffer: list[ConsumedEvent] = []
         self._oldest: float | None = None
+        self._stored: dict[tuple[str, int], int] = {}  # (topic, partition) -> highest stored offset
+        self._positions_read: set[str] = set()  # topics whose stored offsets were read from the store
 
     def flush(self) -> int:
         """Store the buffered events table by table, then commit their offsets."""
         if not self._buffer:
             return 0
         by_table: dict[str, list[dict]] = defaultdict(list)
-        for event in self._buffer:
+        for event in self.unstored(self._buffer):
             by_table[table_for_topic(event.topic)].append(event_row(event))
         for table, rows in by_table.items():
             self.store.insert(table, rows)
             self.stats.rows[table] += len(rows)
+            for row in rows:
+                key = (row["_topic"], row["_partition"])
+                self._stored[key] = max(self._stored.get(key, -1), row["_offset"])
         self.consumer.commit(self._buffer)
         n = len(self._buffer)
         self.stats.batches += 1
         self._buffer, self._oldest = [], None
         return n
+
+    def unstored(self, events: list[ConsumedEvent]) -> list[ConsumedEvent]:
+        """The events past the highest offset the store holds for their partition."""
+        for topic in {e.topic for e in events} - self._positions_read:
+            table = table_for_topic(topic)
+            found = self.store.query(f"SELECT _partition, max(_offset) FROM {table} WHERE _topic = {{t:String}} "
+                                     "GROUP BY _partition", {"t": topic}).rows
+            for partition, offset in found:
+                key = (topic, int(partition))
+                self._stored[key] = max(self._stored.get(key, -1), int(offset))
+            self._positions_read.add(topic)
+        fresh = [e for e in events if e.offset > self._stored.get((e.topic, e.partition), -1)]
+        if len(fresh) < len(events):
+            log.info("skipped %d events already in the store (replayed after a restart)", len(events) - len(fresh))
+        return fresh
 
     def poll_once(self, timeout_s: float = 0.5) -> int:
         events = self.consumer.poll_batch(max(self.cfg.batch_rows - len(self._buffer), 1), timeout_s)

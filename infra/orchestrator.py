@@ -165,6 +165,7 @@ class Orchestrator:
             raise RunError(f"nothing to resume at {self.dir}")
         self.dir.mkdir(parents=True, exist_ok=True)
         self.components: list[Component] = []
+        self.restarts: dict[str, int] = {}
         self.own_broker: KafkaBroker | None = None
 
     # --- preparation ------------------------------------------------------------------
@@ -273,6 +274,7 @@ class Orchestrator:
         generator = Component("generator", ["generate", "--config", str(files["generator"]), "--no-progress"],
                               logs / "generator.log")
         self.components = [worker, sink, learner, generator]
+        self.restarts = {comp.name: 0 for comp in self.components}
         tail = MetricsTail(bootstrap, reshaping.config_id)
         interrupted = False
         try:
@@ -280,16 +282,17 @@ class Orchestrator:
                 comp.start(env)
                 say(f"started {comp.name} (pid {comp.proc.pid}, log {comp.log})")
             last = ""
-            restarts = {comp.name: 0 for comp in self.components}
-            while learner.alive():
-                for comp in (worker, sink, generator):
+            # the run ends when the learner has made its steps and exits 0
+            while learner.alive() or learner.proc.returncode != 0:
+                for comp in self.components:
                     if not comp.alive() and comp.proc.returncode not in (0, None):
-                        # every component resumes from its committed offsets and changelogs,
-                        # so a crashed one is restarted (a few times) rather than ending the run
-                        if restarts[comp.name] >= MAX_RESTARTS:
+                        # every component resumes from its committed offsets, changelogs and
+                        # (the learner) its last checkpoint, so a crashed one is restarted
+                        # (a few times) rather than ending the run; the report counts them
+                        if self.restarts[comp.name] >= MAX_RESTARTS:
                             raise RunError(f"{comp.name} exited with {comp.proc.returncode} "
                                            f"{MAX_RESTARTS + 1} times:\n{comp.tail()}")
-                        restarts[comp.name] += 1
+                        self.restarts[comp.name] += 1
                         say(f"{comp.name} exited with {comp.proc.returncode}; restarting (see {comp.log})")
                         comp.start(env)
                 line = tail.poll().line()
@@ -298,8 +301,6 @@ class Orchestrator:
                     last = line
             if progress:
                 print()
-            if learner.proc.returncode != 0:
-                raise RunError(f"learner exited with {learner.proc.returncode}:\n{learner.tail()}")
         except KeyboardInterrupt:
             interrupted = True
             say("interrupted: stopping cleanly (nothing is lost; continue with --resume)")
@@ -307,6 +308,8 @@ class Orchestrator:
             tail.close()
             self.shutdown(bootstrap, app_id, sink_group, say)
         summary = self.report(store, reshaping.config_id, time.monotonic() - t0, interrupted)
+        if any(self.restarts.values()):
+            say("restarted after a crash: " + ", ".join(f"{n} {k}x" for n, k in self.restarts.items() if k))
         say(f"report in {self.dir / 'report'}")
         return summary
 
@@ -337,4 +340,5 @@ class Orchestrator:
     def report(self, store_url: str, config_id: str, seconds: float, interrupted: bool) -> dict:
         from infra.report import write_run_report
 
-        return write_run_report(self.dir / "report", store_url, config_id, self.dir, seconds, interrupted)
+        return write_run_report(self.dir / "report", store_url, config_id, self.dir, seconds, interrupted,
+                                restarts=self.restarts)

@@ -13,7 +13,7 @@ LEARNER_COLUMNS = ["step", "policy_version", "num_samples", "num_tokens", "dropp
 
 
 def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: Path, seconds: float,
-                     interrupted: bool) -> dict:
+                     interrupted: bool, restarts: dict[str, int] | None = None) -> dict:
     from consumers.store import open_store
 
     report_dir.mkdir(parents=True, exist_ok=True)
@@ -43,6 +43,7 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
     _plot_learner(report_dir / "learner.png", [rows[s] for s in sorted(rows)])
     summary = {
         "config_id": config_id, "seconds": round(seconds, 1), "interrupted": interrupted,
+        "restarts": dict(restarts or {}),  # component -> times restarted after a crash
         "learner_steps": max(rows) if rows else 0,
         "policy_version": int(published or 0),  # the newest version the learner published
         "rows": counts,
@@ -52,7 +53,8 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
         "drift_reports": drift,
     }
     (report_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    print(json.dumps({k: summary[k] for k in ("learner_steps", "policy_version", "rows", "seconds")}, indent=2))
+    print(json.dumps({k: summary[k] for k in ("learner_steps", "policy_version", "rows", "seconds", "restarts")},
+                     indent=2))
     return summary
 
 

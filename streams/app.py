@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from infra.topics import KEEP_FOREVER, TopicSpec, advantages_topic, ensure_topics
+from infra.topics import COMPACT, KEEP_FOREVER, TopicSpec, advantages_topic, ensure_topics
 from streams.reshaping.config import ReshapingConfig
 
 if TYPE_CHECKING:  # Faust is imported only where an app is built: the replay never needs it
@@ -111,7 +111,21 @@ def app_topic_specs(app_id: str, cfg: ReshapingConfig, settings: StreamSettings)
     specs.append(replace(advantages_topic(cfg.config_id, n), name=advantages_topic_name(cfg, settings)))
     # ticks carry no data; an hour of them is plenty
     specs.append(TopicSpec(ticks_topic_name(app_id), n, 1, {"cleanup.policy": "delete", "retention.ms": "3600000"}))
-    return specs
+    return specs + changelog_specs(app_id, settings)
+
+
+def changelog_specs(app_id: str, settings: StreamSettings) -> list[TopicSpec]:
+    """The changelog topics of the agents' tables, made with the other topics before the app
+    starts. Left to Faust, a table on a fresh broker can look for its new changelog before
+    the metadata shows it, and its agent crashes (PartitionsMismatch: 0 partitions). Names
+    and settings are Faust's own: <app id>-<table>-changelog, compacted, windowed tables
+    kept for their expiry."""
+    from streams.agents.feedback import TASKS_TABLE
+    from streams.agents.reshape import HOPPING_TABLE, STATE_TABLE, TUMBLING_TABLE
+
+    windowed = {**COMPACT, "retention.ms": str(int(settings.pattern_expires_s * 1000))}
+    tables = [(TASKS_TABLE, COMPACT), (STATE_TABLE, COMPACT), (TUMBLING_TABLE, windowed), (HOPPING_TABLE, windowed)]
+    return [TopicSpec(f"{app_id}-{name}-changelog", settings.partitions, 1, config) for name, config in tables]
 
 
 def ensure_app_topics(admin, app_id: str, cfg: ReshapingConfig, settings: StreamSettings) -> None:

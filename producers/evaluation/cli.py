@@ -56,7 +56,8 @@ def eval_command(
     bug_set = read_eval_tasks(tasks)
     with SandboxPool(SandboxConfig(workers=workers)) as pool:
         report = evaluate_policy(base, bug_set, adapter=adapter, policy_version=version, k=k, n=n,
-                                 temperature=temperature, max_new_tokens=max_new_tokens, pool=pool, seed=seed)
+                                 temperature=temperature, max_new_tokens=max_new_tokens, pool=pool, seed=seed,
+                                 progress=True)
     report.write_json(out)
     render_table(report)
     if bootstrap:

@@ -113,12 +113,15 @@ async def _score(tasks: list[dict], greedy: list[list[str]], sampled: list[list[
 def evaluate_policy(model_dir: str | Path | None, tasks: Sequence[dict], *, adapter: str | Path | None = None,
                     k: int = 4, n: int | None = None, temperature: float = 0.8, max_new_tokens: int = 256,
                     pool: SandboxPool, seed: int = 0, policy_version: int = 0, generate: Generate | None = None,
-                    evaluator: EvaluatorConfig = EVAL_EVALUATOR) -> EvalReport:
+                    evaluator: EvaluatorConfig = EVAL_EVALUATOR, chunk_tasks: int = 8,
+                    progress: bool = False) -> EvalReport:
     """Evaluate a policy on `tasks` (normalised bug-set records).
 
     One greedy repair per task (success@1) and n >= k samples at `temperature` (pass@1 and
     pass@k by the unbiased estimator; n defaults to k). `generate` replaces the policy
     (tests, other engines); without it the transformers backend is loaded from `model_dir`.
+    Tasks go through generation and the sandbox `chunk_tasks` at a time, so `progress`
+    can show tasks done, greedy successes so far and the time left.
     """
     n = n or k
     if not tasks:
@@ -131,11 +134,18 @@ def evaluate_policy(model_dir: str | Path | None, tasks: Sequence[dict], *, adap
             raise ValueError("give model_dir or a generate callable")
         generate = load_generate(model_dir, adapter, policy_version)
     tasks = list(tasks)
-    greedy = generate(tasks, SamplingParams(n=1, temperature=0.0, max_new_tokens=max_new_tokens, seed=seed))
-    sampled = generate(tasks, SamplingParams(n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed))
-    if len(greedy) != len(tasks) or len(sampled) != len(tasks):
-        raise ValueError("generate returned a different number of groups than tasks")
-    outcomes = asyncio.run(_score(tasks, greedy, sampled, pool, evaluator, policy_version, seed))
+    outcomes: list[CandidateOutcome] = []
+    with _TaskProgress(len(tasks), enabled=progress) as bar:
+        for start in range(0, len(tasks), chunk_tasks):
+            chunk = tasks[start:start + chunk_tasks]
+            greedy = generate(chunk, SamplingParams(n=1, temperature=0.0, max_new_tokens=max_new_tokens, seed=seed))
+            sampled = generate(chunk, SamplingParams(n=n, temperature=temperature, max_new_tokens=max_new_tokens,
+                                                     seed=seed))
+            if len(greedy) != len(chunk) or len(sampled) != len(chunk):
+                raise ValueError("generate returned a different number of groups than tasks")
+            scored = asyncio.run(_score(chunk, greedy, sampled, pool, evaluator, policy_version, seed))
+            outcomes += scored
+            bar.advance(len(chunk), sum(o.passed for o in scored if o.greedy))
     ks = sorted({1, k})
     settings = {"k": k, "n": n, "temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed,
                 "tasks": len(tasks), "evaluator_version": evaluator.version}
@@ -143,6 +153,34 @@ def evaluate_policy(model_dir: str | Path | None, tasks: Sequence[dict], *, adap
                       settings=settings, overall=summarise(outcomes, ks),
                       per_pattern=summarise_by_pattern(outcomes, ks),
                       candidates=outcomes, seconds=time.monotonic() - t0)
+
+
+class _TaskProgress:
+    """A progress bar on stderr: tasks done, greedy successes so far, time left."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.enabled, self.successes = total, enabled, 0
+
+    def __enter__(self) -> "_TaskProgress":
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("eval"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("tasks, {task.fields[successes]} solved (greedy)"),
+                                TimeRemainingColumn(), console=Console(stderr=True))
+            self.bar.start()
+            self.task = self.bar.add_task("eval", total=self.total, successes=0)
+        return self
+
+    def advance(self, tasks: int, successes: int) -> None:
+        self.successes += successes
+        if self.enabled:
+            self.bar.update(self.task, advance=tasks, successes=self.successes)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            self.bar.stop()
 
 
 def _fmt(x: float | None) -> str:

@@ -20,8 +20,10 @@ import faust
 
 from schemas.codec import CODEC, DecodeError
 from streams.agents.deadletters import dead_letter_value
+from streams.agents.supervision import crash_the_worker
 from streams.app import Evaluate, StreamSettings
 
+TASKS_TABLE = "tasks"
 EVALUATOR_FAILURE_VERSION = "evaluator-failure"
 
 
@@ -88,7 +90,7 @@ def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluat
     rollouts_topic = app.topic(settings.rollouts_topic)
     feedback_topic = app.topic(settings.feedback_topic)
     deadletter = app.topic(settings.deadletter_topic)
-    tasks = app.GlobalTable("tasks", default=None)  # task_id -> Task record (json)
+    tasks = app.GlobalTable(TASKS_TABLE, default=None)  # task_id -> Task record (json)
     sandbox: dict[str, Any] = {"pool": pool}
 
     def evaluator() -> Evaluate:
@@ -105,6 +107,7 @@ def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluat
             msg.topic, msg.partition, msg.offset, app.conf.id, msg.key, event.value, exc))
 
     @app.agent(tasks_topic)
+    @crash_the_worker(app)
     async def remember_tasks(stream):
         async for event in stream.events():
             try:
@@ -126,6 +129,7 @@ def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluat
             await asyncio.sleep(0.1)
 
     @app.agent(rollouts_topic, concurrency=settings.eval_concurrency)
+    @crash_the_worker(app)
     async def evaluate_rollouts(stream):
         async for event in stream.events():
             try:

@@ -50,8 +50,13 @@ from schemas.codec import CODEC, DecodeError
 from streams.agents.deadletters import dead_letter_value
 from streams.agents.monitoring import WindowStats, merge
 from streams.agents.processor import Output, PartitionReshaper, new_reshaper
+from streams.agents.supervision import crash_the_worker
 from streams.app import StreamSettings, advantages_topic_name, ticks_topic_name
 from streams.reshaping.config import ReshapingConfig
+
+STATE_TABLE = "reshape-state"
+TUMBLING_TABLE = "pattern-tumbling"
+HOPPING_TABLE = "pattern-hopping"
 
 __all__ = ["install_reshape", "new_reshaper"]  # new_reshaper lives in processor; kept here for old imports
 
@@ -82,7 +87,7 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
 
     # Values are JSON bytes made at write time: Faust serialises a table value only when its
     # producer gets to it, later, and by then a live dict may have changed under it.
-    states = app.Table("reshape-state", default=None, value_type=bytes)  # bytes: stored raw
+    states = app.Table(STATE_TABLE, default=None, value_type=bytes)  # bytes: stored raw
     group_time = {"s": 0.0}  # event time of the group being accounted, read by the windowed tables
 
     def event_time(_event=None) -> float:
@@ -91,9 +96,9 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
     def pattern_table(name: str) -> faust.Table:
         return app.Table(name, default=dict)  # empty dict = empty window
 
-    tumbling = pattern_table("pattern-tumbling").tumbling(
+    tumbling = pattern_table(TUMBLING_TABLE).tumbling(
         settings.pattern_window_s, expires=settings.pattern_expires_s).relative_to(event_time)
-    hopping = pattern_table("pattern-hopping").hopping(
+    hopping = pattern_table(HOPPING_TABLE).hopping(
         settings.pattern_window_s, settings.pattern_hop_s, expires=settings.pattern_expires_s).relative_to(event_time)
 
     # Live reshapers, rebuilt from the table after a rebalance (the table is the truth;
@@ -129,7 +134,10 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
             rewound_to[proc.partition] = proc.applied_offset + 1
             app.log.warning("feedback partition %d: offset %d arrived, state covers up to %d; re-reading",
                             proc.partition, offset, proc.applied_offset)
-        await app.consumer.seek(TP(settings.feedback_topic, proc.partition), proc.applied_offset + 1)
+        # seek_wait, not seek: Faust's `seek` changes aiokafka's fetcher from this thread while
+        # the consumer thread iterates the fetcher's records, which raised KeyError there
+        # (a dead worker); seek_wait runs the seek on the consumer's own thread.
+        await app.consumer.seek_wait({TP(settings.feedback_topic, proc.partition): proc.applied_offset + 1})
 
     async def step(event, proc: PartitionReshaper, out: Output, pending: list) -> None:
         """One event of the batch through its partition's reshaper."""
@@ -183,6 +191,7 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
             hopping[pattern].apply(merge, delta)
 
     @app.agent(source)
+    @crash_the_worker(app)
     async def reshape(stream):
         async for batch in stream.take_events(settings.batch_max_events, within=settings.batch_within_s):
             outs: dict[int, Output] = {}

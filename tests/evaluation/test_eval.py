@@ -104,3 +104,12 @@ def test_duplicate_task_ids_refused(tmp_path):
     path.write_text((json.dumps(TASKS[0]) + "\n") * 2)
     with pytest.raises(EvalTaskError, match="twice"):
         read_eval_tasks(path)
+
+
+def test_chunked_evaluation_with_progress_matches_and_shows_counts(tasks, pool, capsys):
+    whole = evaluate_policy(None, tasks, k=2, pool=pool, generate=answers("reference_code"))
+    chunked = evaluate_policy(None, tasks, k=2, pool=pool, generate=answers("reference_code"), chunk_tasks=1,
+                              progress=True)
+    assert chunked.overall == whole.overall
+    shown = capsys.readouterr().err
+    assert f"{len(tasks)}/{len(tasks)}" in shown and f"{len(tasks)} solved (greedy)" in shown

@@ -92,12 +92,11 @@ class WorkerProcess:
 
 def read_all(bootstrap: str, topic: str, want: int, timeout_s: float = 90.0,
              settle_s: float = 1.0, proc: WorkerProcess | None = None, positions: bool = False,
-             stop_at_want: bool = False, distinct: str | None = None, max_restarts: int = 0) -> list:
+             stop_at_want: bool = False, distinct: str | None = None) -> list:
     """Decoded records of ``topic`` (read_committed) once ``want`` arrived and no more came for
     ``settle_s``, or when ``timeout_s`` passed. ``positions``: (partition, offset, record) tuples.
     ``distinct``: count records with distinct values of this field (re-emissions count once)."""
     seen: set = set()
-    restarts_left = max_restarts
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("reader"),
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                          "enable.auto.commit": False})
@@ -121,13 +120,7 @@ def read_all(bootstrap: str, topic: str, want: int, timeout_s: float = 90.0,
             elif have >= want and time.monotonic() - last_new >= settle_s:
                 break
             if proc is not None and proc.proc is not None and proc.proc.poll() is not None:
-                # A worker that dies on its own is one more crash the guarantee must survive
-                # (seen: a race inside aiokafka's fetcher thread under heavy load). Restart it,
-                # a bounded number of times; the caller's assertions still decide.
-                if restarts_left == 0:
-                    raise AssertionError(f"worker exited early:\n{proc.log_tail()}")
-                restarts_left -= 1
-                proc.start()
+                raise AssertionError(f"worker exited early:\n{proc.log_tail()}")
     finally:
         consumer.close()
     return records
