@@ -33,7 +33,7 @@ def sandbox_failure(
     )
 
 
-def death_reason(reply: dict[str, Any], cpu_seconds: int) -> tuple[ErrorKind, str]:
+def death_reason(reply: dict[str, Any]) -> tuple[ErrorKind, str]:
     """Why the judge stopped before reporting everything."""
     if reply["timed_out"]:
         return (
@@ -232,7 +232,7 @@ def build_result(
             0, total, outcomes, kind, message, runtime_ms, stdout, sorted(flags)
         )
 
-    died = ended or (None if frames.done else death_reason(reply, cpu_seconds))
+    died = ended or (None if frames.done else death_reason(reply))
     outcomes = []
     for index, test in enumerate(tests):
         if index in frames.results:
