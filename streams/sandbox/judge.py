@@ -207,13 +207,9 @@ class Judge:
         try:
             loaded = self.load_candidate()
             self.alarm.disarm()
-        except CandidateLost as lost:
+        except (CandidateLost, Tampered) as exc:
             self.alarm.disarm()
-            self.send("lost", -1, lost.hung)
-            return
-        except Tampered as exc:
-            self.alarm.disarm()
-            self.send("tampered", -1, str(exc)[:200])
+            self.send(*self.stopped(-1, exc))
             return
         kind, message, names = loaded
         ms = (time.perf_counter() - start) * 1000.0
