@@ -26,6 +26,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from infra.broker import InfraError, KafkaBroker, _port_open
+from infra.corpus_feed import CorpusFeed
 from infra.run_config import RunConfig
 from infra.settings import BrokerSettings, home_dir
 from infra.topics import advantages_topic, ensure_topics, event_topics
@@ -194,10 +195,30 @@ class Orchestrator:
             return out
         return init_model(home_dir() / "models" / Path(self.cfg.model).name, source=self.cfg.model)
 
-    def corpus(self) -> Path:
-        from producers.corpus import CorpusBuildConfig, cached_build
+    def publish_corpus(self, bootstrap: str, say) -> CorpusFeed | None:
+        """Put the corpus's train tasks on the tasks topic, once per run folder.
 
-        return cached_build(CorpusBuildConfig(seed=self.cfg.seed, max_functions=self.cfg.max_functions))
+        A cached corpus is published at once. Otherwise it is built in the background while
+        the loop starts: each chunk of tested tasks is published as it is ready, so the
+        generator starts on the first ones (the same seed gives the same tasks either way).
+        """
+        from producers.corpus import CorpusBuildConfig, cached_corpus, read_tasks
+
+        marker = self.dir / ".tasks-published"
+        if marker.exists():
+            return None
+        config = CorpusBuildConfig(seed=self.cfg.seed, max_functions=self.cfg.max_functions)
+        cached = cached_corpus(config)
+        if cached is not None:
+            from producers.task_publisher import publish_tasks
+
+            tasks = [t for t in read_tasks(cached) if t["split"] == "train"]
+            say(f"publishing {len(tasks)} train tasks from {cached.name}")
+            publish_tasks(tasks, bootstrap, progress=False)
+            marker.write_text(cached.name)
+            return None
+        say("corpus not cached: building it while the loop runs (tasks are published as they are tested)")
+        return CorpusFeed(config, bootstrap, marker, say).start()
 
     def reshaping(self):
         from streams.reshaping.config import load_config, load_preset
@@ -212,23 +233,28 @@ class Orchestrator:
         from producers.generator.service import GenerateRunConfig
 
         c, d = self.cfg, self.dir
+        from streams.app import StreamSettings
+
         files = {"run": d / "run.yaml", "reshaping": d / "reshaping.yaml", "generator": d / "generator.yaml",
-                 "learner": d / "learner.yaml"}
+                 "learner": d / "learner.yaml", "streams": d / "streams.json"}
         files["run"].write_text(yaml.safe_dump(c.model_dump(mode="json"), sort_keys=False))
         files["reshaping"].write_text(yaml.safe_dump(json.loads(reshaping.canonical_json()), sort_keys=False))
         gen = GenerateRunConfig(
-            generator=GeneratorConfig(model_dir=model_dir, backend=c.backend, group_size=c.group_size, temperature=c.temperature,
+            generator=GeneratorConfig(model_dir=model_dir, backend=c.backend, compute_type=c.compute_type,
+                                      threads=c.generator_threads, group_size=c.group_size, temperature=c.temperature,
                                       top_p=c.top_p, max_new_tokens=c.max_new_tokens, seed=c.seed,
                                       max_inflight_groups=c.max_inflight_groups, max_policy_lag=c.max_policy_lag),
             config_id=reshaping.config_id, groups_per_step=c.groups_per_step, generator_id=f"{c.name}-gen-0")
         files["generator"].write_text(yaml.safe_dump(gen.model_dump(mode="json"), sort_keys=False))
         learn = LearnRunConfig(
             config_id=reshaping.config_id, model_dir=model_dir, steps=c.steps, learner_id=f"{c.name}-learner",
+            threads=c.learner_threads,
             learner=LearnerConfig(groups_per_step=c.groups_per_step, learning_rate=c.learning_rate,
                                   use_lora=c.use_lora, beta=c.beta, max_policy_lag=c.max_policy_lag,
                                   max_steps=max(c.steps, 10), max_completion_length=c.max_new_tokens,
                                   checkpoint_dir=d / "learner", publish_dir=d / "policy", seed=c.seed))
         files["learner"].write_text(yaml.safe_dump(learn.model_dump(mode="json"), sort_keys=False))
+        files["streams"].write_text(StreamSettings(sandbox_workers=c.sandbox_workers).model_dump_json(indent=2))
         return files
 
     # --- the run ----------------------------------------------------------------------
@@ -241,7 +267,7 @@ class Orchestrator:
 
     def _run(self, progress: bool) -> dict:
         c = self.cfg
-        t0 = time.monotonic()
+        t0, started_ms = time.monotonic(), int(time.time() * 1000)
         bootstrap = self.bootstrap()
         say = (lambda msg: print(f"[run] {msg}", flush=True)) if progress else (lambda msg: None)
         say(f"kafka at {bootstrap}")
@@ -250,24 +276,16 @@ class Orchestrator:
                       event_topics() + [advantages_topic(reshaping.config_id)])
         model_dir = self.model_dir()
         say(f"policy model {model_dir}")
-        corpus = self.corpus()
         files = self.write_configs(model_dir, reshaping)
-        published_marker = self.dir / ".tasks-published"
-        if not published_marker.exists():
-            from producers.corpus import read_tasks
-            from producers.task_publisher import publish_tasks
-
-            tasks = [t for t in read_tasks(corpus) if t["split"] == "train"]
-            say(f"publishing {len(tasks)} train tasks from {corpus.name}")
-            publish_tasks(tasks, bootstrap, progress=progress)
-            published_marker.write_text(corpus.name)
+        corpus_feed = self.publish_corpus(bootstrap, say)
 
         env = {**os.environ, "RESHAPER_BOOTSTRAP": bootstrap, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
         store = c.store or str(self.dir / "chdb")
         app_id = f"reshaper-{c.name}"
         sink_group = f"sink-{c.name}"
         logs = self.dir / "logs"
-        worker = Component("worker", ["worker", "--config", str(files["reshaping"]), "--app-id", app_id,
+        worker = Component("worker", ["worker", "--config", str(files["reshaping"]), "--settings", str(files["streams"]),
+                                      "--app-id", app_id,
                                       "--data-dir", str(self.dir / "faust")], logs / "worker.log")
         sink = Component("sink", ["sink", "--store", store, "--group-id", sink_group], logs / "sink.log")
         learner = Component("learner", ["learn", "--config", str(files["learner"])], logs / "learner.log")
@@ -284,6 +302,8 @@ class Orchestrator:
             last = ""
             # the run ends when the learner has made its steps and exits 0
             while learner.alive() or learner.proc.returncode != 0:
+                if corpus_feed is not None and corpus_feed.error is not None:
+                    raise RunError(f"the corpus build failed: {corpus_feed.error!r}")
                 for comp in self.components:
                     if not comp.alive() and comp.proc.returncode not in (0, None):
                         # every component resumes from its committed offsets, changelogs and
@@ -301,13 +321,17 @@ class Orchestrator:
                     last = line
             if progress:
                 print()
+            if corpus_feed is not None:
+                corpus_feed.finish(say)  # the next run then starts from the cache
+                if corpus_feed.error is not None:
+                    raise RunError(f"the corpus build failed: {corpus_feed.error!r}")
         except KeyboardInterrupt:
             interrupted = True
             say("interrupted: stopping cleanly (nothing is lost; continue with --resume)")
         finally:
             tail.close()
             self.shutdown(bootstrap, app_id, sink_group, say)
-        summary = self.report(store, reshaping.config_id, time.monotonic() - t0, interrupted)
+        summary = self.report(store, reshaping.config_id, time.monotonic() - t0, interrupted, started_ms)
         if any(self.restarts.values()):
             say("restarted after a crash: " + ", ".join(f"{n} {k}x" for n, k in self.restarts.items() if k))
         say(f"report in {self.dir / 'report'}")
@@ -337,8 +361,8 @@ class Orchestrator:
             time.sleep(2)
 
     # --- report -----------------------------------------------------------------------
-    def report(self, store_url: str, config_id: str, seconds: float, interrupted: bool) -> dict:
+    def report(self, store_url: str, config_id: str, seconds: float, interrupted: bool, started_ms: int) -> dict:
         from infra.report import write_run_report
 
         return write_run_report(self.dir / "report", store_url, config_id, self.dir, seconds, interrupted,
-                                restarts=self.restarts)
+                                restarts=self.restarts, started_ms=started_ms)

@@ -9,15 +9,31 @@ from pathlib import Path
 
 LEARNER_COLUMNS = ["step", "policy_version", "num_samples", "num_tokens", "dropped_stale", "lag_mean", "grad_norm",
                    "loss/loss", "loss/pg_loss", "loss/kl_ref", "loss/clip_low_frac", "loss/clip_high_frac",
-                   "loss/is_weight_mean", "loss/is_truncated_share", "loss/entropy", "tokens_per_s"]
+                   "loss/is_weight_mean", "loss/is_truncated_share", "loss/mismatch_abs_logp", "loss/mismatch_kl",
+                   "loss/entropy", "tokens_per_s"]
+
+
+def loop_throughput(started_ms: int, rollouts: int, groups: int, first_ms: int | None, last_ms: int | None,
+                    tokens: int) -> dict:
+    """How fast the loop made rollouts: the delay to the first one after the command started,
+    and the steady rate after it (start-up excluded: from the first group to the last)."""
+    if not rollouts or first_ms is None:
+        return {"first_rollout_s": None, "rollouts_per_min": 0.0, "tokens_per_s": 0.0}
+    span_s = max((last_ms - first_ms) / 1000, 1e-3)
+    per_group = rollouts / max(groups, 1)
+    steady = (rollouts - per_group) if groups > 1 else 0  # the first group marks the start
+    return {"first_rollout_s": round((first_ms - started_ms) / 1000, 1),
+            "rollouts_per_min": round(steady * 60 / span_s, 2) if groups > 1 else 0.0,
+            "tokens_per_s": round(tokens * (steady / rollouts) / span_s, 1) if groups > 1 else 0.0}
 
 
 def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: Path, seconds: float,
-                     interrupted: bool, restarts: dict[str, int] | None = None) -> dict:
+                     interrupted: bool, restarts: dict[str, int] | None = None,
+                     started_ms: int | None = None) -> dict:
     from consumers.store import open_store
 
     report_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("run.yaml", "reshaping.yaml", "generator.yaml", "learner.yaml"):
+    for name in ("run.yaml", "reshaping.yaml", "generator.yaml", "learner.yaml", "streams.json"):
         if (run_dir / name).exists():
             shutil.copy(run_dir / name, report_dir / name)
     with open_store(store_url) as store:
@@ -32,6 +48,9 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
             {"c": config_id}).rows
         published = store.query("SELECT max(version) FROM policy FINAL WHERE config_id = {c:String}",
                                 {"c": config_id}).rows[0][0]
+        made = store.query(
+            "SELECT count(), uniqExact(group_id), toUnixTimestamp64Milli(min(event_time)), "
+            "toUnixTimestamp64Milli(max(event_time)), sum(length(completion_token_ids)) FROM rollouts FINAL").rows[0]
         drift = _drift_reports(store, config_id, report_dir)
     rows = {}
     for step, values in learner:  # a step redone after a crash: the last report wins
@@ -50,10 +69,14 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
         "by_policy_version": [{"policy_version": v, "rollouts": n, "pass_rate": round(raw, 4),
                                "reward_enhanced": round(enh, 4), "advantage_mean": round(adv, 4)}
                               for v, n, raw, enh, adv in by_version],
+        "throughput": loop_throughput(started_ms or 0, int(made[0]), int(made[1]),
+                                      int(made[2]) if made[0] else None, int(made[3]) if made[0] else None,
+                                      int(made[4] or 0)),
         "drift_reports": drift,
     }
     (report_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    print(json.dumps({k: summary[k] for k in ("learner_steps", "policy_version", "rows", "seconds", "restarts")},
+    print(json.dumps({k: summary[k] for k in ("learner_steps", "policy_version", "rows", "seconds", "restarts",
+                                              "throughput")},
                      indent=2))
     return summary
 

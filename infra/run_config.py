@@ -28,7 +28,10 @@ class RunConfig(BaseModel):
     seed: int = Field(0, description="corpus and sampling seed")
     max_functions: int | None = Field(None, ge=1, description="corpus size cap per source (None: all of MBPP)")
     # generator
-    backend: Literal["transformers", "vllm"] = Field("transformers", description="generation engine (vllm: GPU)")
+    backend: Literal["ctranslate2", "transformers", "vllm"] = Field(
+        "ctranslate2", description="generation engine: ctranslate2 (CPU default), transformers (reference), vllm (GPU)")
+    compute_type: Literal["int8", "float32"] = Field(
+        "int8", description="precision of the ctranslate2 engine (int8: faster, logprobs off by ~0.36 nats/token)")
     group_size: int = Field(4, ge=2, description="K: samples per task")
     temperature: float = Field(1.0, gt=0)
     top_p: float = Field(1.0, gt=0, le=1)
@@ -48,6 +51,9 @@ class RunConfig(BaseModel):
     bootstrap: str | None = Field(None, description="an existing Kafka cluster; overrides `broker`")
     store: str | None = Field(None, description="ClickHouse server URL; default: chDB in the run folder")
     sandbox_workers: int = Field(2, ge=1)
+    # CPU budget: threads per component (0: the library's default, all cores)
+    generator_threads: int = Field(0, ge=0, description="threads of the generation engine")
+    learner_threads: int = Field(0, ge=0, description="torch threads of the learner")
 
     @property
     def run_dir(self) -> Path:

@@ -17,6 +17,10 @@ def learn(config: Path = typer.Option(..., "--config", exists=True, dir_okay=Fal
     run = load_learn_config(config)
     if steps is not None:
         run = run.model_copy(update={"steps": steps})
+    if run.threads:
+        import torch
+
+        torch.set_num_threads(run.threads)
     ckpt_dir = Path(run.learner.checkpoint_dir)
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     (ckpt_dir / "run_config.json").write_text(run.model_dump_json(indent=2))  # every run records its config

@@ -48,6 +48,7 @@ class LossStats:
     mismatch_logppl_gap: (
         float  # log-perplexity of mu minus that of pi_old on the sampled tokens
     )
+    mismatch_abs_logp: float  # mean |log pi_old - log mu| per sampled token
     entropy: float
     num_tokens: int
 
@@ -284,6 +285,7 @@ def grpo_loss(
             kl_ref=_masked_mean(kl_ref, mask),
             mismatch_kl=_masked_mean(mismatch, mask),
             mismatch_logppl_gap=_masked_mean(logp_prox - logp_behaviour, mask),
+            mismatch_abs_logp=_masked_mean((logp_prox - logp_behaviour).abs(), mask),
             entropy=(
                 _masked_mean(entropies.detach(), mask) if entropies is not None else 0.0
             ),

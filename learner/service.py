@@ -56,6 +56,7 @@ class LearnRunConfig(BaseModel):
         None, description="stop when no advantage arrived for this long"
     )
     learner_id: str = Field("learner", description="names this learner in its metrics (labels.learner_id)")
+    threads: int = Field(0, ge=0, description="torch CPU threads of the learner; 0 keeps torch's default")
     learner: LearnerConfig = Field(default_factory=LearnerConfig)
 
 

@@ -7,7 +7,7 @@
 """
 
 from producers.corpus.build import BuildStats, build_corpus, load_functions
-from producers.corpus.cache import build_key, cached_build
+from producers.corpus.cache import build_key, cached_build, cached_corpus
 from producers.corpus.config import CorpusBuildConfig
 from producers.corpus.difficulty import difficulty
 from producers.corpus.functions import CorpusDataError, SourceFunction
@@ -22,7 +22,7 @@ from producers.corpus.split import split_of
 __all__ = [
     "ALL_PATTERNS", "METHOD_PATTERNS", "MUTATORS", "TASK_FIELDS", "BuildStats", "CorpusBuildConfig",
     "CorpusDataError", "SourceFunction", "TaskRecordError", "TestJob", "TestOutcome", "TestRunner",
-    "build_corpus", "build_key", "cached_build", "data_dir", "difficulty", "get_mutator",
+    "build_corpus", "build_key", "cached_build", "cached_corpus", "data_dir", "difficulty", "get_mutator",
     "load_functions", "load_humaneval", "load_mbpp", "make_task", "read_tasks", "sandbox_runner",
     "split_of", "write_tasks",
 ]

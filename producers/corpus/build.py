@@ -207,21 +207,27 @@ def _fill_slots(slots: list[MutantSlot], runner: TestRunner, bar: tqdm, stats: B
                 stats.error_kinds[outcome.error_kind] += 1
 
 
-def build_corpus(config: CorpusBuildConfig, runner: TestRunner,
-                 functions: Sequence[SourceFunction] | None = None,
-                 progress: bool = True) -> tuple[list[dict], BuildStats]:
-    """Task records (in function, pattern, index order) and what happened on the way.
+def iter_corpus(config: CorpusBuildConfig, runner: TestRunner, stats: BuildStats,
+                functions: Sequence[SourceFunction] | None = None, chunk_functions: int = 64,
+                progress: bool = True) -> Iterator[list[dict]]:
+    """The task records chunk by chunk (``chunk_functions`` source functions at a time), so a
+    consumer can use the first tasks while the rest are still being tested.
 
-    ``functions`` defaults to ``load_functions(config)``.
+    Every choice of the build is per function (a seeded RNG per function and pattern, the
+    duplicate memory per function), so the chunks put together are exactly the tasks of a
+    whole build in the same order, whatever ``chunk_functions`` is. ``stats`` accumulates.
     """
-    stats = BuildStats()
     functions = list(load_functions(config) if functions is None else functions)
     with tqdm(desc="running tests", unit="run", disable=not progress) as bar:
-        working = _working_references(functions, runner, bar, stats)
-        stats.functions = len(working)
-        slots = _open_slots(working, config, stats)
-        _fill_slots(slots, runner, bar, stats)
+        for start in range(0, len(functions), chunk_functions):
+            working = _working_references(functions[start : start + chunk_functions], runner, bar, stats)
+            stats.functions += len(working)
+            slots = _open_slots(working, config, stats)
+            _fill_slots(slots, runner, bar, stats)
+            yield _tasks_of(slots, config)
 
+
+def _tasks_of(slots: list[MutantSlot], config: CorpusBuildConfig) -> list[dict]:
     tasks = []
     for slot in slots:  # slots are in function order, then pattern order
         base = get_mutator(slot.pattern).base_difficulty
@@ -231,4 +237,16 @@ def build_corpus(config: CorpusBuildConfig, runner: TestRunner,
             tasks.append(make_task(slot.function, split=split, pattern=slot.pattern, index=index,
                                    buggy_code=code, seed=config.seed,
                                    difficulty=difficulty(base, slot.function.reference_code)))
+    return tasks
+
+
+def build_corpus(config: CorpusBuildConfig, runner: TestRunner,
+                 functions: Sequence[SourceFunction] | None = None,
+                 progress: bool = True) -> tuple[list[dict], BuildStats]:
+    """Task records (in function, pattern, index order) and what happened on the way.
+
+    ``functions`` defaults to ``load_functions(config)``.
+    """
+    stats = BuildStats()
+    tasks = [t for chunk in iter_corpus(config, runner, stats, functions, progress=progress) for t in chunk]
     return tasks, stats

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Callable, ContextManager
 
-from producers.corpus.build import build_corpus
+from producers.corpus.build import BuildStats, iter_corpus
 from producers.corpus.config import CorpusBuildConfig
 from producers.corpus.paths import REPO_ROOT
 from producers.corpus.records import write_tasks
@@ -30,12 +30,21 @@ def build_key(config: CorpusBuildConfig) -> str:
     return digest.hexdigest()[:16]
 
 
+def cached_corpus(config: CorpusBuildConfig, cache_dir: Path = DEFAULT_CACHE_DIR) -> Path | None:
+    """The cached corpus JSONL of ``config``, or None when it has not been built."""
+    corpus = cache_dir / f"{build_key(config)}.jsonl"
+    return corpus if corpus.is_file() else None
+
+
 def cached_build(config: CorpusBuildConfig,
                  open_runner: Callable[..., ContextManager[TestRunner]] = sandbox_runner,
-                 cache_dir: Path = DEFAULT_CACHE_DIR, progress: bool = True) -> Path:
+                 cache_dir: Path = DEFAULT_CACHE_DIR, progress: bool = True,
+                 on_tasks: Callable[[list[dict]], None] | None = None) -> Path:
     """The path of the corpus JSONL for ``config``, building it first if not cached.
 
     ``open_runner(workers=, timeout_s=)`` opens the test runner (the sandbox by default).
+    While building, ``on_tasks`` gets each chunk of new tasks as soon as it is tested, so a
+    caller can start on the first tasks; the cache entry appears only once the build is whole.
     Next to the corpus, ``<key>.json`` records the build's counts and wall time.
     """
     key = build_key(config)
@@ -44,8 +53,12 @@ def cached_build(config: CorpusBuildConfig,
         return corpus
     cache_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    stats, tasks = BuildStats(), []
     with open_runner(workers=config.eval_workers, timeout_s=config.eval_timeout_s) as runner:
-        tasks, stats = build_corpus(config, runner, progress=progress)
+        for chunk in iter_corpus(config, runner, stats, progress=progress):
+            tasks += chunk
+            if on_tasks is not None and chunk:
+                on_tasks(chunk)
     report = {
         "config": config.model_dump(mode="json"),
         "build_seconds": round(time.monotonic() - started, 1),

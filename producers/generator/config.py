@@ -19,20 +19,28 @@ class GeneratorConfig(BaseModel):
         Path(".cache/models/smollm2-135m-instruct"),
         description="Hugging Face directory of the base policy (see model_store.init_model).",
     )
-    backend: Literal["transformers", "vllm"] = Field(
-        "transformers", description="Generation engine: transformers (CPU default) or vllm (GPU)."
+    backend: Literal["ctranslate2", "transformers", "vllm"] = Field(
+        "ctranslate2",
+        description="Generation engine: ctranslate2 (CPU default), transformers (the exact reference) or vllm (GPU).",
     )
     device: str = Field("auto", description="Torch device for the transformers backend; auto picks cuda if present.")
+    compute_type: Literal["int8", "float32"] = Field(
+        "int8", description="Precision of the ctranslate2 backend's weights and kernels (see README for the choice)."
+    )
+    threads: int = Field(
+        0, ge=0, description="CPU threads of the generation engine (torch or ctranslate2); 0 keeps the engine's default."
+    )
     group_size: int = Field(8, ge=1, description="K: samples per task, one GRPO group.")
     temperature: float = Field(1.0, ge=0.0, description="Sampling temperature; 0 means greedy.")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus mass kept; 1 keeps the full vocabulary.")
     top_k: int = Field(0, ge=0, description="Keep only the k most likely tokens; 0 disables.")
     max_new_tokens: int = Field(512, ge=1, description="Completion length cap; hitting it gives finish_reason=length.")
     seed: int = Field(
-        0, ge=0, description="Base sampling seed; a batch with the same seed and prompts repeats exactly."
+        0, ge=0, description="Base sampling seed; with the transformers backend a batch with the same seed and prompts "
+        "repeats exactly."
     )
     max_batch_sequences: int = Field(
-        16, ge=1, description="Sequences (prompts x K) per forward batch in the transformers backend."
+        16, ge=1, description="Sequences (prompts x K) per forward batch in the CPU backends."
     )
     max_inflight_groups: int = Field(
         64, ge=1, description="Groups generated but not yet rewarded before the generator waits (back-pressure)."

@@ -139,3 +139,17 @@ def test_filter_rejects_reformatted_reference_syntax_errors_and_repeats():
     assert stats.outcomes == {("operator_swap", "rejected_equivalent"): 1,
                               ("operator_swap", "rejected_syntax"): 1,
                               ("operator_swap", "rejected_duplicate"): 1}
+
+
+def test_chunks_put_together_are_the_whole_build(runner):
+    from producers.corpus.build import BuildStats, iter_corpus
+
+    config = CorpusBuildConfig(patterns=PATTERNS, mutants_per_function_per_pattern=2)
+    whole, whole_stats = build(runner)
+    for size in (1, 2):
+        stats = BuildStats()
+        chunks = list(iter_corpus(config, runner, stats, functions=FUNCTIONS, chunk_functions=size, progress=False))
+        assert len(chunks) == -(-len(FUNCTIONS) // size)
+        assert [t for chunk in chunks for t in chunk] == whole
+        assert (stats.functions, stats.outcomes, stats.references_failing) == (
+            whole_stats.functions, whole_stats.outcomes, whole_stats.references_failing)

@@ -30,6 +30,8 @@ def test_policy_version_advances_and_report_is_written(finished_run):
     cfg, summary, _ = finished_run
     assert summary["learner_steps"] == 3
     assert summary["policy_version"] == 3  # one version published per step
+    speed = summary["throughput"]
+    assert 0 < speed["first_rollout_s"] < summary["seconds"] and speed["rollouts_per_min"] > 0
     report = cfg.run_dir / "report"
     for name in ("run.yaml", "reshaping.yaml", "generator.yaml", "learner.yaml", "learner_metrics.csv",
                  "summary.json", "learner.png"):

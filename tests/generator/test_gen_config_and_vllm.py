@@ -24,7 +24,7 @@ HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 def test_config_defaults_make_the_sampling_params():
     cfg = GeneratorConfig(group_size=4, temperature=0.8, top_p=0.9, max_new_tokens=64, seed=7)
     assert cfg.sampling_params() == SamplingParams(n=4, temperature=0.8, top_p=0.9, top_k=0, max_new_tokens=64, seed=7)
-    assert cfg.backend == "transformers" and cfg.include_error_context is False
+    assert cfg.backend == "ctranslate2" and cfg.include_error_context is False
 
 
 @pytest.mark.parametrize(

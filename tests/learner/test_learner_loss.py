@@ -78,7 +78,7 @@ def test_on_policy_is_plain_policy_gradient(loss_type, anchor):
         and stats.is_weight_max == 1.0
     )
     assert stats.clip_low_frac == 0 and stats.clip_high_frac == 0
-    assert stats.mismatch_kl == 0 and stats.mismatch_logppl_gap == 0
+    assert stats.mismatch_kl == 0 and stats.mismatch_logppl_gap == 0 and stats.mismatch_abs_logp == 0
     assert stats.num_tokens == 5
 
 
@@ -328,6 +328,15 @@ def test_mismatch_stats():
     # k3 KL(mu || pi_old) from samples of mu: exp(old - beh) - (old - beh) - 1
     assert stats.mismatch_kl == pytest.approx((2.0 - LN(2.0) - 1) / 2)
     assert stats.mismatch_logppl_gap == pytest.approx(LN(2.0) / 2)
+    assert stats.mismatch_abs_logp == pytest.approx(LN(2.0) / 2)
+
+
+def test_mismatch_abs_logp_counts_gaps_of_either_sign():
+    old = t([[LN(0.5), LN(0.2)]])
+    beh = t([[LN(0.25), LN(0.4)]])  # mu below pi_old on token 0, above on token 1: the mean gap cancels
+    _, stats = grpo_loss(old.clone(), old, beh, None, t([1.0]), torch.ones(1, 2), cfg(is_mode="none"))
+    assert stats.mismatch_logppl_gap == pytest.approx(0.0, abs=1e-6)
+    assert stats.mismatch_abs_logp == pytest.approx(LN(2.0))
 
 
 # ---------------------------------------------------------------- errors

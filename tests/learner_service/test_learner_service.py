@@ -52,9 +52,12 @@ def advantage_record(config_id, group, i, completion, adv, logprobs):
             "finish_reason": "stop"}
 
 
-def publish_toy_stream(bootstrap, config_id, n_groups, model_dir, cfg):
+def publish_toy_stream(bootstrap, config_id, n_groups, model_dir, cfg, behaviour_of=None):
+    """Groups of (GOOD, +1) and (BAD, -1); behaviour logprobs from the learner's own model
+    unless `behaviour_of(completion)` gives them (as a generation engine would)."""
     model = load_policy(model_dir, cfg, "cpu")
-    good_lp, bad_lp = behaviour(model, GOOD), behaviour(model, BAD)
+    behaviour_of = behaviour_of or (lambda completion: behaviour(model, completion))
+    good_lp, bad_lp = behaviour_of(GOOD), behaviour_of(BAD)
     with EventProducer(bootstrap) as producer:
         for g in range(n_groups):
             group = f"{config_id}-g{g:03d}"
@@ -107,6 +110,33 @@ def test_learns_toy_preference_and_publishes_versions(kafka_bootstrap, setup, tm
     assert [m["step"] for m in metrics] == list(range(1, 9))
     assert all("loss/kl_ref" in m["values"] and "loss/clip_high_frac" in m["values"] for m in metrics)
     assert metrics[-1]["values"]["loss/kl_ref"] > 0
+
+
+def test_learns_toy_preference_from_int8_engine_behaviour_logprobs(kafka_bootstrap, kafka_admin, tmp_path):
+    """Behaviour logprobs of the quantized ctranslate2 engine differ from the learner's fp32
+    ones; truncated importance sampling corrects for that and the preference is still learned."""
+    from producers.generator.backends.ct2 import CTranslate2Backend
+    from producers.generator.model_store import build_tiny_model, cached_smollm2
+
+    config_id = f"toy{uuid.uuid4().hex[:8]}"
+    ensure_topics(kafka_admin, event_topics() + [advantages_topic(config_id)])
+    model_dir = build_tiny_model(tmp_path / "tiny", cached_smollm2(), initializer_range=0.5)
+    engine = CTranslate2Backend(model_dir, compute_type="int8", cache_dir=tmp_path / "ct2")
+    cfg = learner_cfg(tmp_path)
+    model = publish_toy_stream(kafka_bootstrap, config_id, 16, model_dir, cfg,
+                               behaviour_of=lambda completion: engine.score(PROMPT, completion))
+    before = completion_logprob(model, GOOD), completion_logprob(model, BAD)
+    gap = torch.tensor(engine.score(PROMPT, GOOD)) - torch.tensor(behaviour(model, GOOD))
+    assert gap.abs().max().item() > 1e-3  # the engine is not the learner
+
+    service = LearnerService(LearnRunConfig(config_id=config_id, model_dir=model_dir, steps=8, learner=cfg),
+                             kafka_bootstrap)
+    assert service.run(progress=False) == 8
+    service.close()
+    after = completion_logprob(service.learner.model, GOOD), completion_logprob(service.learner.model, BAD)
+    assert after[0] > before[0] + 0.5 and after[1] < before[1]
+    first = metrics_of(kafka_bootstrap, config_id, "learner")[0]["values"]
+    assert first["loss/mismatch_abs_logp"] > 1e-3 and first["loss/is_weight_mean"] != 1.0
 
 
 def run_learner(tmp: Path, config_id, model_dir, steps, learner_id, cfg: LearnerConfig):

@@ -15,14 +15,15 @@ import pytest
 from infra.kafka_io import EventProducer
 from streams.app import advantages_topic_name, ensure_app_topics
 from streams.reshaping.config import PRESETS_DIR, load_preset
-from tests.streams.helpers import WorkerProcess, feedback, isolated_settings, read_all, unique
+from tests.streams.helpers import WorkerProcess, end_offsets, feedback, isolated_settings, read_all, unique
 from tests.streams.test_crash import move_committed_offsets
 
 SOAK_S = float(os.environ.get("RESHAPER_SOAK_S", "0"))
 CYCLE_S = 60.0  # one planned kill per cycle
 SIZE = 4
+BACKLOG = 4000  # feedback events sent but not yet reshaped: the producer runs at the worker's speed
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow,
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(SOAK_S + 900),
               pytest.mark.skipif(not SOAK_S, reason="a soak of many minutes: set RESHAPER_SOAK_S to run it")]
 
 
@@ -43,6 +44,10 @@ def test_soak_no_worker_death_and_nothing_lost(kafka_bootstrap, kafka_admin, tmp
                     producer.send(settings.feedback_topic, fb["group_id"], "Feedback", fb)
                 groups += 1
             producer.flush()
+            out_topic = advantages_topic_name(cfg, settings)
+            while (groups * SIZE - sum(end_offsets(kafka_bootstrap, out_topic, settings.partitions)) > BACKLOG
+                   and worker.proc.poll() is None and time.monotonic() - start < SOAK_S):
+                time.sleep(0.2)
             if worker.proc.poll() is not None:
                 unplanned += 1
                 print(f"unplanned worker exit {worker.proc.returncode}:\n{worker.log_tail()}")

@@ -22,9 +22,20 @@ __all__ = [
 
 def make_backend(config) -> GenerationBackend:
     """The backend a GeneratorConfig names (engines are imported only when chosen)."""
+    if config.backend == "ctranslate2":
+        from producers.generator.backends.ct2 import CTranslate2Backend
+
+        return CTranslate2Backend(
+            config.model_dir, compute_type=config.compute_type, threads=config.threads,
+            max_batch_sequences=config.max_batch_sequences,
+        )
     if config.backend == "transformers":
+        import torch
+
         from producers.generator.backends.hf import TransformersBackend
 
+        if config.threads:
+            torch.set_num_threads(config.threads)
         return TransformersBackend(
             config.model_dir, device=config.device, max_batch_sequences=config.max_batch_sequences
         )
