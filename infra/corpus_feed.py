@@ -36,7 +36,8 @@ class CorpusFeed:
         from producers.task_publisher import publish_tasks
 
         train = [t for t in chunk if t["split"] == "train"]
-        skipped, self._skip = min(self._skip, len(train)), self._skip - min(self._skip, len(train))
+        skipped = min(self._skip, len(train))  # published by the interrupted build
+        self._skip -= skipped
         train = train[skipped:]
         if train:
             publish_tasks(train, self.bootstrap, topic=self.topic, progress=False)

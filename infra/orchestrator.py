@@ -52,6 +52,12 @@ class RunError(RuntimeError):
     """The run cannot start or a component failed; the message says which and where its log is."""
 
 
+def check_corpus(feed: CorpusFeed | None) -> None:
+    """A failed background corpus build ends the run."""
+    if feed is not None and feed.error is not None:
+        raise RunError(f"the corpus build failed: {feed.error!r}")
+
+
 @dataclass
 class Component:
     name: str
@@ -231,10 +237,9 @@ class Orchestrator:
         from learner.service import LearnRunConfig
         from producers.generator.config import GeneratorConfig
         from producers.generator.service import GenerateRunConfig
-
-        c, d = self.cfg, self.dir
         from streams.app import StreamSettings
 
+        c, d = self.cfg, self.dir
         files = {"run": d / "run.yaml", "reshaping": d / "reshaping.yaml", "generator": d / "generator.yaml",
                  "learner": d / "learner.yaml", "streams": d / "streams.json"}
         files["run"].write_text(yaml.safe_dump(c.model_dump(mode="json"), sort_keys=False))
@@ -302,8 +307,7 @@ class Orchestrator:
             last = ""
             # the run ends when the learner has made its steps and exits 0
             while learner.alive() or learner.proc.returncode != 0:
-                if corpus_feed is not None and corpus_feed.error is not None:
-                    raise RunError(f"the corpus build failed: {corpus_feed.error!r}")
+                check_corpus(corpus_feed)
                 for comp in self.components:
                     if not comp.alive() and comp.proc.returncode not in (0, None):
                         # every component resumes from its committed offsets, changelogs and
@@ -323,8 +327,7 @@ class Orchestrator:
                 print()
             if corpus_feed is not None:
                 corpus_feed.finish(say)  # the next run then starts from the cache
-                if corpus_feed.error is not None:
-                    raise RunError(f"the corpus build failed: {corpus_feed.error!r}")
+                check_corpus(corpus_feed)
         except KeyboardInterrupt:
             interrupted = True
             say("interrupted: stopping cleanly (nothing is lost; continue with --resume)")

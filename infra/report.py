@@ -19,12 +19,13 @@ def loop_throughput(started_ms: int, rollouts: int, groups: int, first_ms: int |
     and the steady rate after it (start-up excluded: from the first group to the last)."""
     if not rollouts or first_ms is None:
         return {"first_rollout_s": None, "rollouts_per_min": 0.0, "tokens_per_s": 0.0}
+    first_rollout_s = round((first_ms - started_ms) / 1000, 1)
+    if groups < 2:  # the first group marks the start: one group gives no rate
+        return {"first_rollout_s": first_rollout_s, "rollouts_per_min": 0.0, "tokens_per_s": 0.0}
     span_s = max((last_ms - first_ms) / 1000, 1e-3)
-    per_group = rollouts / max(groups, 1)
-    steady = (rollouts - per_group) if groups > 1 else 0  # the first group marks the start
-    return {"first_rollout_s": round((first_ms - started_ms) / 1000, 1),
-            "rollouts_per_min": round(steady * 60 / span_s, 2) if groups > 1 else 0.0,
-            "tokens_per_s": round(tokens * (steady / rollouts) / span_s, 1) if groups > 1 else 0.0}
+    steady = rollouts - rollouts / groups
+    return {"first_rollout_s": first_rollout_s, "rollouts_per_min": round(steady * 60 / span_s, 2),
+            "tokens_per_s": round(tokens * (steady / rollouts) / span_s, 1)}
 
 
 def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: Path, seconds: float,

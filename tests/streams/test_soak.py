@@ -33,6 +33,7 @@ def test_soak_no_worker_death_and_nothing_lost(kafka_bootstrap, kafka_admin, tmp
     app_id = unique("soak")
     ensure_app_topics(kafka_admin, app_id, cfg, settings)
     worker = WorkerProcess(tmp_path, app_id, PRESETS_DIR / "full.yaml", settings, kafka_bootstrap).start()
+    out_topic = advantages_topic_name(cfg, settings)
     groups, unplanned, planned, cycle_start = 0, 0, 0, time.monotonic()
     start = time.monotonic()
     with EventProducer(kafka_bootstrap) as producer:
@@ -44,7 +45,6 @@ def test_soak_no_worker_death_and_nothing_lost(kafka_bootstrap, kafka_admin, tmp
                     producer.send(settings.feedback_topic, fb["group_id"], "Feedback", fb)
                 groups += 1
             producer.flush()
-            out_topic = advantages_topic_name(cfg, settings)
             while (groups * SIZE - sum(end_offsets(kafka_bootstrap, out_topic, settings.partitions)) > BACKLOG
                    and worker.proc.poll() is None and time.monotonic() - start < SOAK_S):
                 time.sleep(0.2)
@@ -59,7 +59,7 @@ def test_soak_no_worker_death_and_nothing_lost(kafka_bootstrap, kafka_admin, tmp
                 worker.start()
                 cycle_start = time.monotonic()
     try:
-        out = read_all(kafka_bootstrap, advantages_topic_name(cfg, settings), groups * SIZE, timeout_s=600,
+        out = read_all(kafka_bootstrap, out_topic, groups * SIZE, timeout_s=600,
                        settle_s=3, proc=worker, distinct="rollout_id")
     finally:
         worker.stop()

@@ -67,6 +67,17 @@ class GenerationBackend(Protocol):
         ...
 
 
+def rows_per_prompt(params: SamplingParams) -> int:
+    """Greedy decoding gives the same completion n times, so it is decoded once and copied."""
+    return 1 if params.greedy else params.n
+
+
+def stop_token_ids(eos: int | list[int] | None, fallback: int) -> list[int]:
+    """The end-of-turn ids a model's generation config names (`fallback`, the tokenizer's eos, if none)."""
+    eos = eos if eos is not None else fallback
+    return sorted(set(eos if isinstance(eos, list) else [eos]))
+
+
 def policy_kind(location: str) -> Literal["adapter", "full"]:
     """Whether `location` holds a peft LoRA adapter or a full Hugging Face model."""
     from pathlib import Path

@@ -26,6 +26,7 @@ import weakref
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from producers.generator.backends.base import (
     BackendUnavailableError,
@@ -33,7 +34,10 @@ from producers.generator.backends.base import (
     Sample,
     SamplingParams,
     policy_kind,
+    rows_per_prompt,
+    stop_token_ids,
 )
+from producers.generator.model_store import MANIFEST
 
 # int8: int8 weights and matmuls with float32 activations (the engine names it int8_float32 on a CPU).
 COMPUTE_TYPES = ("int8", "float32")
@@ -51,11 +55,10 @@ def convert(model_dir: Path, out_dir: Path, compute_type: str) -> Path:
     """Convert a Hugging Face folder (model + tokenizer) into an engine folder at `out_dir`."""
     from ctranslate2.converters import TransformersConverter
 
-    # Weights are stored in the precision they are computed in, so loading never re-quantizes.
-    quantization = compute_type
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        TransformersConverter(str(model_dir)).convert(str(tmp), quantization=quantization, force=True)
+        # Weights are stored in the precision they are computed in, so loading never re-quantizes.
+        TransformersConverter(str(model_dir)).convert(str(tmp), quantization=compute_type, force=True)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         tmp.rename(out_dir)
@@ -67,7 +70,7 @@ def convert(model_dir: Path, out_dir: Path, compute_type: str) -> Path:
 def cached_conversion(model_dir: Path, compute_type: str, cache_dir: Path) -> Path:
     """The engine folder of `model_dir`, converted on first use."""
     ct2 = _ctranslate2()
-    manifest = model_dir / "reshaper_model.json"
+    manifest = model_dir / MANIFEST
     identity = manifest.read_bytes() if manifest.is_file() else str(model_dir.resolve()).encode()
     key = hashlib.sha256(identity + compute_type.encode() + ct2.__version__.encode()).hexdigest()[:12]
     out = cache_dir / f"{model_dir.name}-{compute_type}-{key}"
@@ -98,7 +101,7 @@ class CTranslate2Backend:
         self.threads = threads
         self.max_batch_sequences = max_batch_sequences
         self.tokenizer = AutoTokenizer.from_pretrained(self.base_dir)
-        self.stop_token_ids = _stop_tokens(self.base_dir, self.tokenizer)
+        self.stop_token_ids = _stop_tokens(self.base_dir, self.tokenizer.eos_token_id)
         cache = Path(cache_dir) if cache_dir else self.base_dir.parent / "ct2"
         # Merged and converted policy versions live here until replaced; removed with the backend.
         self._work = Path(tempfile.mkdtemp(prefix="reshaper-ct2-"))
@@ -136,7 +139,6 @@ class CTranslate2Backend:
 
     def _merged_copy(self, location: str, out: Path) -> None:
         """A Hugging Face folder holding the policy at `location` as plain weights + tokenizer."""
-        import torch
         from transformers import AutoModelForCausalLM
 
         kind = policy_kind(location)
@@ -161,12 +163,11 @@ class CTranslate2Backend:
             raise ValueError("every prompt needs at least one token")
         if params.seed is not None:
             _ctranslate2().set_random_seed(params.seed)
-        rows = 1 if params.greedy else params.n
+        rows = rows_per_prompt(params)
         per_chunk = max(1, self.max_batch_sequences // rows)
         groups: list[list[Sample]] = []
         for start in range(0, len(prompts), per_chunk):
             groups.extend(self._generate_chunk(prompts[start : start + per_chunk], params, rows))
-        # Greedy decoding gives the same completion n times, so it is decoded once and copied.
         return groups if rows == params.n else [group * params.n for group in groups]
 
     def _generate_chunk(self, prompts: list[list[int]], params: SamplingParams, rows: int) -> list[list[Sample]]:
@@ -193,7 +194,7 @@ class CTranslate2Backend:
         what `generate` would report had it sampled that completion. Exact in float32; in int8
         the one-pass forward quantizes activations over the whole sequence, unlike decoding
         step by step, so the two differ by about as much as int8 differs from float32."""
-        logits = np.asarray(self.generator.forward_batch([prompt + completion]))[0, len(prompt) - 1 : -1]
+        logits = np.array(self.generator.forward_batch([prompt + completion]))[0, len(prompt) - 1 : -1]
         return sampled_logprobs(logits, completion, temperature).tolist()
 
     def _to_sample(self, token_ids: list[int], step_logits: list, temperature: float) -> Sample:
@@ -213,19 +214,16 @@ class CTranslate2Backend:
 
 def sampled_logprobs(logits: np.ndarray, token_ids: list[int], temperature: float) -> np.ndarray:
     """log_softmax(logits / T) at each sampled token; logits is [steps, vocab]."""
-    scaled = logits / temperature
-    peak = scaled.max(axis=-1, keepdims=True)
-    log_norm = peak[:, 0] + np.log(np.exp(scaled - peak).sum(axis=-1))
-    return scaled[np.arange(len(token_ids)), token_ids] - log_norm
+    logp = torch.log_softmax(torch.from_numpy(logits) / temperature, dim=-1)
+    return logp.gather(-1, torch.tensor(token_ids)[:, None]).squeeze(-1).numpy()
 
 
-def _stop_tokens(model_dir: Path, tokenizer) -> list[int]:
-    """The model's end-of-turn ids (its generation config), as the transformers backend uses."""
+def _stop_tokens(model_dir: Path, fallback: int) -> list[int]:
+    """The model's end-of-turn ids from its generation config, as the transformers backend uses."""
     from transformers import GenerationConfig
 
     try:
         eos = GenerationConfig.from_pretrained(model_dir).eos_token_id
     except OSError:
         eos = None
-    eos = eos if eos is not None else tokenizer.eos_token_id
-    return sorted(set(eos if isinstance(eos, list) else [eos]))
+    return stop_token_ids(eos, fallback)

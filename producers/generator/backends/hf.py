@@ -20,7 +20,14 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-from producers.generator.backends.base import PolicyLoadError, Sample, SamplingParams, policy_kind
+from producers.generator.backends.base import (
+    PolicyLoadError,
+    Sample,
+    SamplingParams,
+    policy_kind,
+    rows_per_prompt,
+    stop_token_ids,
+)
 
 
 def pick_device(device: str) -> torch.device:
@@ -55,9 +62,7 @@ class TransformersBackend:
 
     def _load_full(self, model_dir: str | Path):
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=self.dtype)
-        eos = model.generation_config.eos_token_id
-        eos = eos if eos is not None else self.tokenizer.eos_token_id
-        self.stop_token_ids = sorted(set(eos if isinstance(eos, list) else [eos]))
+        self.stop_token_ids = stop_token_ids(model.generation_config.eos_token_id, self.tokenizer.eos_token_id)
         pad = self.tokenizer.pad_token_id
         self.pad_token_id = pad if pad is not None else self.stop_token_ids[0]
         # generate() fills every setting we leave unset from the model's own generation
@@ -162,11 +167,6 @@ class TransformersBackend:
             length, finish, text_ids = len(token_ids), "length", token_ids
         text = self.tokenizer.decode(text_ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
         return Sample(token_ids[:length], logprobs[:length].tolist(), text, finish)
-
-
-def rows_per_prompt(params: SamplingParams) -> int:
-    """Greedy decoding gives the same completion n times, so it is decoded once and copied."""
-    return 1 if params.greedy else params.n
 
 
 def left_pad(prompts: list[list[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
