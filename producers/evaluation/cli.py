@@ -31,6 +31,13 @@ def _policy(model: Path | None, run: Path | None, policy_version: int | None) ->
     return base_model_dir(run), adapter, version
 
 
+def default_report_path(tasks: Path, model: Path | None, run: Path | None, version: int, greedy_only: bool) -> Path:
+    """Where a report goes without --out: in the policy's run folder (runs/<name>/eval/), or for
+    a bare --model in runs/eval-<model name>/; named by bug set, policy version and mode."""
+    folder = run / "eval" if run is not None else Path("runs") / f"eval-{model.name}"
+    return folder / f"{tasks.stem}-v{version}{'-greedy' if greedy_only else ''}.json"
+
+
 def eval_command(
     tasks: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="bug set JSONL (see taskfile.py)")],
     model: Annotated[Optional[Path], typer.Option(help="a Hugging Face model directory")] = None,
@@ -40,24 +47,37 @@ def eval_command(
     ] = None,
     k: Annotated[int, typer.Option(help="pass@k")] = 4,
     n: Annotated[Optional[int], typer.Option(help="samples per task (default k)")] = None,
+    greedy_only: Annotated[bool, typer.Option("--greedy-only", help="only the greedy repair (success@1)")] = False,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="at most N tasks, spread over functions")] = None,
     temperature: Annotated[float, typer.Option(help="temperature of the n samples")] = 0.8,
     max_new_tokens: Annotated[int, typer.Option(help="completion cap")] = 256,
     seed: Annotated[int, typer.Option(help="sampling seed")] = 0,
-    out: Annotated[Path, typer.Option(help="report JSON")] = Path("eval.json"),
+    backend: Annotated[str, typer.Option(help="transformers (exact reference) or ctranslate2")] = "transformers",
+    compute_type: Annotated[str, typer.Option(help="ctranslate2 weights: float32 or int8")] = "float32",
+    out: Annotated[
+        Optional[Path], typer.Option(help="report JSON (default: in the run folder, runs/<name>/eval/)")
+    ] = None,
     workers: Annotated[int, typer.Option(help="sandbox processes")] = 2,
     bootstrap: Annotated[Optional[str], typer.Option(help="also publish an `eval` Metric to this Kafka")] = None,
 ) -> None:
     """Evaluate a policy on a bug set: success@1, pass@k, pass fraction, edit distance, style, hacks."""
     from producers.evaluation.eval import evaluate_policy, publish_eval_metric, render_table
-    from producers.evaluation.taskfile import read_eval_tasks
+    from producers.evaluation.taskfile import read_eval_tasks, spread_over_functions
     from streams.sandbox import SandboxConfig, SandboxPool
 
+    if backend not in ("transformers", "ctranslate2"):
+        raise typer.BadParameter(f"--backend must be transformers or ctranslate2, got {backend!r}")
+    if compute_type not in ("float32", "int8"):
+        raise typer.BadParameter(f"--compute-type must be float32 or int8, got {compute_type!r}")
     base, adapter, version = _policy(model, run, policy_version)
     bug_set = read_eval_tasks(tasks)
+    if limit is not None:
+        bug_set = spread_over_functions(bug_set, limit)
+    out = out or default_report_path(tasks, model, run, version, greedy_only)
     with SandboxPool(SandboxConfig(workers=workers)) as pool:
         report = evaluate_policy(base, bug_set, adapter=adapter, policy_version=version, k=k, n=n,
                                  temperature=temperature, max_new_tokens=max_new_tokens, pool=pool, seed=seed,
-                                 progress=True)
+                                 progress=True, greedy_only=greedy_only, backend=backend, compute_type=compute_type)
     report.write_json(out)
     render_table(report)
     if bootstrap:

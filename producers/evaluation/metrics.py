@@ -43,6 +43,8 @@ class CandidateOutcome:
     style_class: str
     hack_flags: tuple[str, ...] = ()
     completion_text: str = ""
+    error_kind: str = "none"  # the sandbox's error kind of the first test run (streams/sandbox ErrorKind)
+    error_message: str = ""
 
     @property
     def flagged(self) -> bool:

@@ -14,6 +14,8 @@ Optional:
   test_imports    list[str]  import lines run before the tests (default [])
   difficulty      float in [0, 1] (default 0.5)
   source          str   where the task comes from (default "custom")
+  function_id     str   the function the bug was injected into (default: the task_id); `--limit`
+                        spreads a short set over functions by it
 Full `Task` records of the corpus (schemas/task.avsc) are accepted as they are; extra
 fields are ignored.
 """
@@ -23,8 +25,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-EVAL_FIELDS = ("task_id", "source", "entry_point", "buggy_code", "reference_code", "test_setup_code",
-               "test_imports", "tests", "bug_pattern", "difficulty")
+EVAL_FIELDS = ("task_id", "function_id", "source", "entry_point", "buggy_code", "reference_code",
+               "test_setup_code", "test_imports", "tests", "bug_pattern", "difficulty")
 
 
 class EvalTaskError(ValueError):
@@ -57,8 +59,10 @@ def normalise_task(record: dict, where: str = "task") -> dict:
     difficulty = record.get("difficulty", 0.5)
     if isinstance(difficulty, bool) or not isinstance(difficulty, (int, float)) or not 0 <= difficulty <= 1:
         raise EvalTaskError(f"{where}: field 'difficulty' must be a number in [0, 1], got {difficulty!r}")
+    task_id = _string(record, "task_id", where)
     return {
-        "task_id": _string(record, "task_id", where),
+        "task_id": task_id,
+        "function_id": _string(record, "function_id", where, task_id),
         "source": _string(record, "source", where, "custom"),
         "entry_point": entry,
         "buggy_code": _string(record, "buggy_code", where),
@@ -91,6 +95,23 @@ def read_eval_tasks(path: str | Path) -> list[dict]:
     if not tasks:
         raise EvalTaskError(f"{path}: no tasks")
     return tasks
+
+
+def spread_over_functions(tasks: list[dict], limit: int | None = None) -> list[dict]:
+    """At most `limit` of `tasks`, spread over functions: one bug of every function (by
+    function id), then a second of every function, and so on. Which bug of a function comes
+    first is fixed by a hash of its task id, so patterns vary; the order depends on nothing
+    but the tasks, so a limited set is the same for every arm and seed."""
+    from producers.corpus.split import unit_hash
+
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    by_function: dict[str, list[dict]] = {}
+    for t in sorted(tasks, key=lambda t: (unit_hash(t["task_id"]), t["task_id"])):
+        by_function.setdefault(t.get("function_id") or t["task_id"], []).append(t)
+    spread = sorted(((rank, fid, t) for fid, ts in by_function.items() for rank, t in enumerate(ts)),
+                    key=lambda item: item[:2])
+    return [t for _, _, t in spread[:limit]]
 
 
 def write_eval_tasks(path: str | Path, tasks: list[dict]) -> Path:

@@ -2,6 +2,13 @@
 
 One template, versioned: PROMPT_TEMPLATE_VERSION travels with every rollout, so a change
 of wording is a new version and never silently mixes with old rollouts.
+
+The contract, both ways: the prompt shows the task's whole code (module-level imports
+included) and asks for the corrected code. The candidate that is run is `candidate_code`:
+the first fenced block cut down to its definitions (`extract_code`), plus those of the
+task's module-level imports that the candidate uses and does not bind itself. A model
+that rewrites only the function is not failed for leaving `from typing import List` out;
+nothing but import statements is ever carried over from the task.
 """
 
 from __future__ import annotations
@@ -111,3 +118,103 @@ def _extract(completion: str) -> str:
 
 def _first_line(node: ast.stmt) -> int:
     return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+
+
+def candidate_code(completion: str, task_code: str) -> str:
+    """The code to run for `completion` as a repair of `task_code` (see the module docstring)."""
+    return carry_task_imports(extract_code(completion), task_code)
+
+
+def carry_task_imports(candidate: str, task_code: str) -> str:
+    """`candidate` with the task's module-level imports it needs and lacks put in front.
+
+    An import is carried (only the names of it that are needed) when the candidate reads a
+    name it binds and binds that name nowhere at module level itself. Carried imports go
+    after the candidate's docstring and `__future__` imports; everything the candidate
+    defines comes later, so its own bindings still win. A candidate that does not parse is
+    returned unchanged: its syntax error is the outcome to score.
+    """
+    try:
+        tree = ast.parse(candidate)
+    except SyntaxError:
+        return candidate
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    missing = used - _module_bindings(tree)
+    carried = []
+    for statement in task_imports(task_code):
+        names = [alias for alias in statement.names if _bound_name(alias) in missing]
+        if names:
+            carried.append(ast.unparse(_with_names(statement, names)))
+            missing -= {_bound_name(alias) for alias in names}
+    if not carried:
+        return candidate
+    lines = candidate.split("\n")
+    at = _after_preamble(tree)
+    following = [node for node in tree.body if _first_line(node) > at]
+    if following and isinstance(following[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        # two blank lines before a top-level definition, as the style check (E302) expects
+        blank = next((i for i, line in enumerate(lines[at:]) if line.strip()), 0)
+        carried += [""] * max(0, 2 - blank)
+    return "\n".join(lines[:at] + carried + lines[at:])
+
+
+def task_imports(task_code: str) -> list[ast.Import | ast.ImportFrom]:
+    """The module-level import statements of `task_code`. Buggy code may not parse (a syntax
+    bug); then each unindented `import`/`from` line is read on its own."""
+    try:
+        body = ast.parse(task_code).body
+    except SyntaxError:
+        body = []
+        for line in normalise_newlines(task_code).split("\n"):
+            if line.startswith(("import ", "from ")):
+                try:
+                    body += ast.parse(line).body
+                except SyntaxError:
+                    continue
+    return [s for s in body if isinstance(s, (ast.Import, ast.ImportFrom)) and not _is_future(s)]
+
+
+def task_import_names(task_code: str) -> set[str]:
+    """The names the task's module-level imports bind."""
+    return {_bound_name(alias) for statement in task_imports(task_code) for alias in statement.names}
+
+
+def _bound_name(alias: ast.alias) -> str:
+    # `import os.path` binds `os`; `from x import *` binds no name we could check for
+    return alias.asname or alias.name.split(".")[0]
+
+
+def _with_names(statement: ast.Import | ast.ImportFrom, names: list[ast.alias]) -> ast.stmt:
+    if isinstance(statement, ast.Import):
+        return ast.Import(names=names)
+    return ast.ImportFrom(module=statement.module, names=names, level=statement.level)
+
+
+def _module_bindings(tree: ast.Module) -> set[str]:
+    """Names the candidate binds at module level (imports, definitions, assignments)."""
+    bound = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {_bound_name(alias) for alias in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return bound
+
+
+def _is_future(node: ast.stmt) -> bool:
+    return isinstance(node, ast.ImportFrom) and node.module == "__future__"
+
+
+def _after_preamble(tree: ast.Module) -> int:
+    """The line count of the candidate's docstring and `__future__` imports (code must follow them)."""
+    end = 0
+    for i, node in enumerate(tree.body):
+        docstring = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
+            and isinstance(node.value.value, str)
+        if not (docstring or _is_future(node)):
+            break
+        end = node.end_lineno
+    return end

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from producers.generator.prompt import extract_code
+from producers.generator.prompt import candidate_code, extract_code
 from streams.sandbox import EvalRequest, EvalResult, ErrorKind, SandboxPool
 from streams.signals import (SignalConfig, check_style, classify_fix, detect_hacks, random_inputs,
                              rename_entry_point, tree_edit_distance)
@@ -43,12 +43,15 @@ class EvaluatorConfig(BaseModel):
     adversarial_inputs: int = Field(8, ge=0, description="random boundary inputs compared with the reference; 0 = off")
     rename_check: bool = Field(True, description="re-run the tests after a harmless rename of the entry point")
     timeout_s: float | None = Field(None, description="per-candidate wall clock; default: the sandbox's")
+    carry_task_imports: bool = Field(
+        True, description="give the candidate the task's module-level imports it uses and lacks "
+                          "(producers/generator/prompt.py); off only to measure what that rule changes")
     signals: SignalConfig = Field(default_factory=SignalConfig)
 
     @property
     def version(self) -> str:
         """Evaluator version: the code revision plus a hash of these knobs."""
-        return f"eval-v1-{hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:8]}"
+        return f"eval-v2-{hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:8]}"
 
 
 EVALUATOR_VERSION = EvaluatorConfig().version
@@ -122,7 +125,8 @@ async def aevaluate_rollout(task: dict, rollout: dict, pool: SandboxPool, cfg: E
     """Evaluate one rollout without blocking the event loop. Never raises for bad candidates:
     an evaluator failure becomes error kind `sandbox` in the record."""
     cfg = cfg or EvaluatorConfig()
-    candidate = extract_code(rollout["completion_text"])
+    candidate = (candidate_code(rollout["completion_text"], task["buggy_code"]) if cfg.carry_task_imports
+                 else extract_code(rollout["completion_text"]))
     requests, n_adv, renamed = _requests(task, candidate, cfg, seed=rollout.get("sampling_seed", 0))
     try:
         results = await asyncio.gather(*(pool.aevaluate(r) for r in requests))

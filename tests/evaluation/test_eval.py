@@ -113,3 +113,101 @@ def test_chunked_evaluation_with_progress_matches_and_shows_counts(tasks, pool, 
     assert chunked.overall == whole.overall
     shown = capsys.readouterr().err
     assert f"{len(tasks)}/{len(tasks)}" in shown and f"{len(tasks)} solved (greedy)" in shown
+
+
+IMPORT_TASK = normalise_task({
+    "task_id": "mean", "entry_point": "mean", "bug_pattern": "off_by_one",
+    "buggy_code": "import math\nfrom typing import List\n\n\ndef mean(xs: List[float]) -> int:\n"
+                  "    return math.floor(sum(xs) / (len(xs) + 1))\n",
+    "reference_code": "import math\nfrom typing import List\n\n\ndef mean(xs: List[float]) -> int:\n"
+                      "    return math.floor(sum(xs) / len(xs))\n",
+    "tests": ["assert mean([1.0, 2.0]) == 1", "assert mean([4.0]) == 4"]})
+# the fix a model writes when it rewrites only the function
+FUNCTION_ONLY = "```python\ndef mean(xs: List[float]) -> int:\n    return math.floor(sum(xs) / len(xs))\n```"
+
+
+def test_a_correct_repair_without_the_task_imports_passes(pool):
+    report = evaluate_policy(None, [IMPORT_TASK], k=1, pool=pool, generate=lambda ts, p: [[FUNCTION_ONLY] * p.n] * len(ts))
+    assert report.overall.success_at_1 == 1.0 and report.import_name_errors == 0
+
+
+def test_rescore_without_the_rule_shows_the_name_errors(pool):
+    from producers.evaluation.eval import EVAL_EVALUATOR, rescore
+    from producers.evaluation.import_effect import import_effect
+
+    written = evaluate_policy(None, [IMPORT_TASK], k=2, pool=pool,
+                              generate=lambda ts, p: [[FUNCTION_ONLY] * p.n] * len(ts)).to_dict()
+    before = rescore(written, [IMPORT_TASK], pool, EVAL_EVALUATOR.model_copy(update={"carry_task_imports": False}))
+    assert before.overall.success_at_1 == 0.0 and before.import_name_errors == 3  # 1 greedy + 2 samples
+    assert before.candidates[0].error_message.startswith("NameError")
+    sides = import_effect(written, [IMPORT_TASK], pool)
+    assert sides["before"]["import_name_errors"] == 3 and sides["after"]["import_name_errors"] == 0
+    assert sides["after"]["success_at_1"] == 1.0
+
+
+def test_greedy_only_generates_one_candidate_per_task(tasks, pool):
+    calls = []
+
+    def generate(ts, params):
+        calls.append(params.temperature)
+        return [[f"```python\n{t['reference_code']}```"] * params.n for t in ts]
+
+    report = evaluate_policy(None, tasks, k=4, pool=pool, generate=generate, greedy_only=True)
+    assert calls == [0.0] and report.overall.candidates == len(tasks) and report.overall.pass_at_k == {}
+    assert report.overall.success_at_1 == 1.0 and report.settings["n"] == 0
+
+
+def test_table_fits_80_columns_with_a_legend(tasks, pool):
+    from rich.console import Console
+
+    many = [normalise_task({**TASKS[0], "task_id": f"t{i}", "bug_pattern": "boundary_check_deleted"})
+            for i in range(3)]
+    report = evaluate_policy(None, many + tasks, k=4, pool=pool, generate=answers("reference_code"))
+    console = Console(width=80, record=True)
+    render_table(report, console=console)
+    text = console.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "…" not in text and "boundary_check_deleted" in text and "p@4" in text
+    assert "pf, clean, hack: over all candidates (1 greedy + 4 samples a task)" in text
+
+
+def test_cli_limit_and_greedy_only_counts(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import producers.evaluation.eval as eval_module
+    from infra.cli import app
+    from producers.evaluation.taskfile import write_eval_tasks
+
+    bug_set = [normalise_task({**TASKS[0], "task_id": f"add{i}", "function_id": f"fn{i % 3}"}) for i in range(9)]
+    path = write_eval_tasks(tmp_path / "set.jsonl", bug_set)
+    seen = []
+
+    def fake_load(*args, **kwargs):
+        def generate(ts, params):
+            seen.append((len(ts), params.n, params.temperature))
+            return [[f"```python\n{t['reference_code']}```"] * params.n for t in ts]
+        return generate
+
+    monkeypatch.setattr(eval_module, "load_generate", fake_load)
+    run = tmp_path / "runs" / "r1"
+    (run / "policy").mkdir(parents=True)
+    (run / "config.json").write_text("{}")
+    result = CliRunner().invoke(app, ["eval", "--tasks", str(path), "--model", str(tmp_path / "model"),
+                                      "--limit", "3", "--greedy-only", "--workers", "1",
+                                      "--out", str(tmp_path / "r.json")])
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["settings"]["tasks"] == 3 and len(data["candidates"]) == 3
+    assert all(temperature == 0.0 for _, _, temperature in seen)
+    # spread over functions: the three tasks are of three different functions
+    assert len({int(c["task_id"][3:]) % 3 for c in data["candidates"]}) == 3
+
+
+def test_default_report_path_is_in_the_run_folder(tmp_path):
+    from pathlib import Path
+
+    from producers.evaluation.cli import default_report_path
+
+    sets = Path("eval_sets/validation.jsonl")
+    assert default_report_path(sets, None, tmp_path / "r1", 5, False) == tmp_path / "r1" / "eval" / "validation-v5.json"
+    assert default_report_path(sets, Path("m/smol"), None, 0, True) == Path("runs/eval-smol/validation-v0-greedy.json")
