@@ -256,6 +256,7 @@ class Orchestrator:
             threads=c.learner_threads,
             learner=LearnerConfig(groups_per_step=c.groups_per_step, learning_rate=c.learning_rate,
                                   use_lora=c.use_lora, beta=c.beta, max_policy_lag=c.max_policy_lag,
+                                  drop_uniform_groups=c.dynamic_sampling,
                                   max_steps=max(c.steps, 10), max_completion_length=c.max_new_tokens,
                                   checkpoint_dir=d / "learner", publish_dir=d / "policy", seed=c.seed))
         files["learner"].write_text(yaml.safe_dump(learn.model_dump(mode="json"), sort_keys=False))

@@ -43,6 +43,9 @@ class RunConfig(BaseModel):
     learning_rate: float = Field(1e-5, gt=0)
     use_lora: bool = True
     beta: float = Field(0.0, ge=0, description="KL to the reference; 0 skips the reference pass")
+    dynamic_sampling: bool = Field(
+        False, description="DAPO dynamic sampling: groups with equal advantages are not trained on, the "
+        "generator samples replacements (learner.drop_uniform_groups)")
     # services
     broker: Literal["own", "shared"] = Field(
         "own", description="own: a broker of this run (data in the run folder, so runs never read each other's "

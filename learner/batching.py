@@ -215,18 +215,31 @@ def plan_step(
     )
 
 
+def uniform_advantages(group: list[Record], tolerance: float = 1e-9) -> bool:
+    """True when every member of the group has the same advantage (zero variance)."""
+    advantages = [float(r["advantage"]) for r in group]
+    return max(advantages) - min(advantages) <= tolerance
+
+
 class GroupAccumulator:
     """Collects streamed records until ``groups_per_step`` groups are complete.
 
     A group is complete when it holds ``group_members`` records (the members it had when
     the reshaper emitted it; ``group_size`` when that field is absent). ``add`` returns
     the records of one step once enough groups are complete, else None.
+
+    With ``drop_uniform_groups`` (dynamic sampling, as in DAPO) a complete group whose
+    advantages are all equal is dropped instead: it has zero advantage variance, so its
+    policy gradient is zero and it would only dilute the step. ``dropped_groups`` counts
+    them; a step still holds ``groups_per_step`` groups, the generator samples more.
     """
 
-    def __init__(self, groups_per_step: int) -> None:
+    def __init__(self, groups_per_step: int, drop_uniform_groups: bool = False, dropped_groups: int = 0) -> None:
         if groups_per_step < 1:
             raise ValueError("groups_per_step must be >= 1")
         self.groups_per_step = groups_per_step
+        self.drop_uniform_groups = drop_uniform_groups
+        self.dropped_groups = dropped_groups
         self._open: dict[str, list[Record]] = {}
         self._complete: list[list[Record]] = []
 
@@ -239,7 +252,11 @@ class GroupAccumulator:
         members = self._open.setdefault(record["group_id"], [])
         members.append(record)
         if len(members) >= self._expected(record):
-            self._complete.append(self._open.pop(record["group_id"]))
+            group = self._open.pop(record["group_id"])
+            if self.drop_uniform_groups and uniform_advantages(group):
+                self.dropped_groups += 1
+            else:
+                self._complete.append(group)
         if len(self._complete) < self.groups_per_step:
             return None
         ready, self._complete = (

@@ -14,6 +14,12 @@ from typing import Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 
+# The metric by which the learner tells the generator how many groups dynamic sampling
+# dropped (source, value name); the generator samples that many more (its pacing bound).
+DROPPED_SOURCE = "dynamic_sampling"
+DROPPED_METRIC = "dynamic_sampling/groups_dropped"
+
+
 class LearnerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -127,6 +133,11 @@ class LearnerConfig(BaseModel):
     # --- batching ---------------------------------------------------------------------
     groups_per_step: int = Field(
         8, ge=1, description="GRPO groups accumulated into one optimiser step."
+    )
+    drop_uniform_groups: bool = Field(
+        False,
+        description="Dynamic sampling (DAPO): groups whose advantages are all equal (zero variance, "
+        "zero gradient) are not trained on; the generator samples more to keep each step full.",
     )
     micro_batch_tokens: int = Field(
         8192,

@@ -28,12 +28,13 @@ from tqdm import tqdm
 from infra.kafka_io import DEAD_LETTER_TOPIC, EventProducer, consumer_config, dead_letter_record
 from infra.topics import advantages_topic
 from learner.batching import GroupAccumulator
-from learner.config import LearnerConfig
+from learner.config import DROPPED_METRIC, DROPPED_SOURCE, LearnerConfig
 from learner.trainer import Learner, StepMetrics
 from schemas.codec import CODEC, DecodeError
 
 log = logging.getLogger(__name__)
 PENDING_KEY = "pending_records"
+DROPPED_KEY = "dropped_groups"
 
 
 class LearnRunConfig(BaseModel):
@@ -85,7 +86,7 @@ class LearnerService:
         self.consumer = Consumer(
             consumer_config(f"reshaper-learner-{run.config_id}", bootstrap)
         )
-        self.accumulator = GroupAccumulator(run.learner.groups_per_step)
+        self.accumulator = GroupAccumulator(run.learner.groups_per_step, run.learner.drop_uniform_groups)
         self.positions: dict[int, int] = {}  # partition -> next offset to read
         self.dead_lettered = 0
         self._resume_and_assign()
@@ -94,6 +95,7 @@ class LearnerService:
     def _resume_and_assign(self) -> None:
         ckpt = self.learner.resume()
         saved = ckpt.offsets.get(self.topic, {}) if ckpt else {}
+        self.accumulator.dropped_groups = int(ckpt.extra.get(DROPPED_KEY, 0)) if ckpt else 0
         for record in (ckpt.extra.get(PENDING_KEY, []) if ckpt else []):
             self.accumulator.add(record)
         metadata = self.consumer.list_topics(self.topic, timeout=10).topics[self.topic]
@@ -131,7 +133,10 @@ class LearnerService:
                 except DecodeError as exc:
                     self._dead_letter(msg, exc)
                     continue
+                dropped = self.accumulator.dropped_groups
                 ready = self.accumulator.add(record)
+                if self.accumulator.dropped_groups != dropped:
+                    self._announce_dropped()
                 if ready is not None:
                     # records past this point in the same poll stay unread: rewind to them
                     self._rewind()
@@ -147,6 +152,14 @@ class LearnerService:
         self.producer.send(DEAD_LETTER_TOPIC, msg.topic(), "DeadLetter", dead_letter_record(
             msg.topic(), msg.partition(), msg.offset(), "learner", msg.key(), msg.value(), exc))
 
+    def _announce_dropped(self) -> None:
+        """Tell the generator at once that a group was dropped, so its pacing bound grows by
+        one and it samples a replacement (waiting for the next version could stall both)."""
+        self.producer.send("metrics", DROPPED_SOURCE, "Metric", {
+            "source": DROPPED_SOURCE, "step": self.learner.step_count, "config_id": self.run_cfg.config_id,
+            "values": {DROPPED_METRIC: float(self.accumulator.dropped_groups)},
+            "labels": {"learner_id": self.run_cfg.learner_id}})
+
     def _pending(self) -> list[dict]:
         return self.accumulator.pending()
 
@@ -161,7 +174,8 @@ class LearnerService:
                 {**policy, "config_id": self.run_cfg.config_id},
             )
         self.learner.save_checkpoint(
-            {self.topic: dict(self.positions)}, extra={PENDING_KEY: self._pending()}
+            {self.topic: dict(self.positions)},
+            extra={PENDING_KEY: self._pending(), DROPPED_KEY: self.accumulator.dropped_groups},
         )
         self.consumer.commit(
             offsets=[
@@ -177,6 +191,7 @@ class LearnerService:
             (sum(k * v for k, v in lags.items()) / sum(lags.values())) if lags else 0.0
         )
         values["dead_lettered"] = float(self.dead_lettered)
+        values["groups_dropped_uniform"] = float(self.accumulator.dropped_groups)
         self.producer.send(
             "metrics",
             "learner",

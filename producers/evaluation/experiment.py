@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from producers.evaluation.advantage_compare import compare_configs
 from producers.evaluation.converters import EVAL_SETS, select_tasks
 from producers.evaluation.eval import evaluate_policy
-from producers.evaluation.metrics import t_interval
+from producers.evaluation.metrics import CandidateOutcome, compare_paired, t_interval
 
 HEADLINE = ("success_at_1", "pass_at_k", "mean_pass_fraction", "hacked_success_share")
 
@@ -46,13 +46,23 @@ class EvalBudget(BaseModel):
     sandbox_workers: int = Field(2, ge=1, description="sandbox processes for evaluation")
 
 
+class ArmSpec(BaseModel):
+    """An arm: its reshaping rules and the run settings it changes (e.g. dynamic_sampling)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reshaping: str = Field(..., description="reshaping preset name or YAML path")
+    run: dict = Field(default_factory=dict, description="RunConfig fields of this arm, over the shared ones")
+
+
 class ExperimentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field("raw-vs-full", pattern=r"^[A-Za-z0-9_-]+$", description="names the folder and the runs")
     out_dir: Path = Field(Path("experiments"), description="parent of the experiment folder")
-    arms: dict[str, str] = Field({"raw": "raw", "full": "full"},
-                                 description="arm name -> reshaping preset name or YAML path (ablations: YAML paths)")
+    arms: dict[str, str | ArmSpec] = Field(
+        {"raw": "raw", "full": "full"},
+        description="arm name -> reshaping preset name or YAML path, or an ArmSpec (rules plus run settings)")
     seeds: list[int] = Field([0, 1, 2], min_length=1, description="one run per arm and seed")
     run: dict = Field(default_factory=dict, description="RunConfig fields shared by every run (model, steps, ...)")
     eval: EvalBudget = Field(default_factory=EvalBudget)
@@ -71,10 +81,15 @@ def run_name(cfg: ExperimentConfig, arm: str, seed: int) -> str:
     return f"{cfg.name}-{arm}-s{seed}"
 
 
-def arm_config(spec: str):
+def arm_spec(spec: str | ArmSpec) -> ArmSpec:
+    return spec if isinstance(spec, ArmSpec) else ArmSpec(reshaping=spec)
+
+
+def arm_config(spec: str | ArmSpec):
     from streams.reshaping.config import load_config, load_preset
 
-    return load_config(spec) if spec.endswith((".yaml", ".yml")) else load_preset(spec)
+    rules = arm_spec(spec).reshaping
+    return load_config(rules) if rules.endswith((".yaml", ".yml")) else load_preset(rules)
 
 
 def run_reshaping_file(cfg: ExperimentConfig, arm: str, seed: int) -> Path:
@@ -87,14 +102,22 @@ def run_reshaping_file(cfg: ExperimentConfig, arm: str, seed: int) -> Path:
     return path
 
 
+def arm_run_config(cfg: ExperimentConfig, arm: str, seed: int):
+    """The RunConfig of one run: the shared settings, the arm's own over them, then its name,
+    seed, folder and rules."""
+    from infra.run_config import RunConfig
+
+    return RunConfig.model_validate({**cfg.run, **arm_spec(cfg.arms[arm]).run,
+                                     "name": run_name(cfg, arm, seed), "seed": seed,
+                                     "runs_dir": str(cfg.dir / "runs"),
+                                     "reshaping": str(run_reshaping_file(cfg, arm, seed))})
+
+
 def train_arm(cfg: ExperimentConfig, arm: str, seed: int, progress: bool = True) -> Path:
     """One full streaming run; a finished run (report/summary.json) is kept, a broken one resumed."""
     from infra.orchestrator import Orchestrator
-    from infra.run_config import RunConfig
 
-    run_cfg = RunConfig.model_validate({**cfg.run, "name": run_name(cfg, arm, seed), "seed": seed,
-                                        "runs_dir": str(cfg.dir / "runs"),
-                                        "reshaping": str(run_reshaping_file(cfg, arm, seed))})
+    run_cfg = arm_run_config(cfg, arm, seed)
     if not (run_cfg.run_dir / "report" / "summary.json").exists():
         Orchestrator(run_cfg, resume=(run_cfg.run_dir / "run.yaml").exists()).run(progress=progress)
     return run_cfg.run_dir
@@ -184,6 +207,45 @@ def results_markdown(rows: list[dict]) -> str:
         lines.append(f"| {arm} | {set_name} | " + " | ".join(by_metric.get(m, "-") for m in HEADLINE) + " |")
     return "\n".join(lines) + ("\n\nmean ± half width of a 95% Student-t interval over seeds; "
                                "n=1: one seed, no interval.\n")
+
+
+def paired_table(reports: dict[tuple[str, int, str], dict], resamples: int = 10_000) -> list[dict]:
+    """Every later arm against every earlier one (base first, then the arms in their order), per
+    set: the per-task differences pooled over seeds (a task of seed s pairs with the same task
+    of seed s), with bootstrap intervals and McNemar on greedy successes."""
+    arms = sorted(dict.fromkeys(a for a, _, _ in reports), key=lambda a: a != "base")  # stable: arm order kept
+    rows = []
+    for set_name in sorted({s for _, _, s in reports}):
+        outcomes = {arm: [CandidateOutcome(**{**c, "task_id": f"s{seed}/{c['task_id']}",
+                                              "hack_flags": tuple(c["hack_flags"])})
+                          for (a, seed, s), r in sorted(reports.items()) if a == arm and s == set_name
+                          for c in r["candidates"]]
+                    for arm in arms}
+        for i, a in enumerate(arms):
+            for b in arms[i + 1:]:
+                if not outcomes[a] or not outcomes[b]:
+                    continue
+                cmp = compare_paired(outcomes[a], outcomes[b], resamples=resamples)
+                rows.append({"set": set_name, "a": a, "b": b, "tasks": cmp["tasks"],
+                             **{key: {"mean": cmp[key].mean, "low": cmp[key].low, "high": cmp[key].high}
+                                for key in ("greedy", "sample_pass_rate", "pass_fraction")},
+                             "mcnemar": {"only_a": cmp["mcnemar_greedy"].only_a,
+                                         "only_b": cmp["mcnemar_greedy"].only_b,
+                                         "p_value": cmp["mcnemar_greedy"].p_value}})
+    return rows
+
+
+def paired_markdown(rows: list[dict]) -> str:
+    lines = ["| set | b − a | tasks | success@1 | sample pass rate | pass fraction | McNemar (a only / b only, p) |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        cells = [f"{r[k]['mean']:+.3f} [{r[k]['low']:+.3f}, {r[k]['high']:+.3f}]"
+                 for k in ("greedy", "sample_pass_rate", "pass_fraction")]
+        m = r["mcnemar"]
+        lines.append(f"| {r['set']} | {r['b']} − {r['a']} | {r['tasks']} | " + " | ".join(cells)
+                     + f" | {m['only_a']} / {m['only_b']}, p={m['p_value']:.3f} |")
+    return "\n".join(lines) + ("\n\nper-task differences pooled over seeds; [95% percentile bootstrap over "
+                               "tasks]; McNemar: exact two-sided test on greedy successes.\n")
 
 
 def plot_curves(cfg: ExperimentConfig, runs: dict[tuple[str, int], Path], path: Path) -> Path:
@@ -290,11 +352,14 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> dict:
     runs = {(arm, seed): train_arm(cfg, arm, seed, progress) for seed in cfg.seeds for arm in cfg.arms}
     reports = evaluate_all(cfg, runs)
     rows = results_table(reports)
-    results = {"experiment": cfg.name, "seeds": cfg.seeds, "arms": cfg.arms,
+    results = {"experiment": cfg.name, "seeds": cfg.seeds, "arms": cfg.model_dump(mode="json")["arms"],
                "interval": "95% Student-t over seeds; none with one seed", "rows": rows,
                "runs": {run_name(cfg, a, s): str(d) for (a, s), d in runs.items()}}
     (cfg.dir / "results.json").write_text(json.dumps(results, indent=2))
-    (cfg.dir / "results.md").write_text(results_markdown(rows))
+    paired = paired_table(reports)
+    results["paired"] = paired
+    (cfg.dir / "results.json").write_text(json.dumps(results, indent=2))
+    (cfg.dir / "results.md").write_text(results_markdown(rows) + "\n" + paired_markdown(paired))
     plot_curves(cfg, runs, cfg.dir / "curves.png")
     (cfg.dir / "replay.json").write_text(json.dumps(replay_comparison(cfg, runs), indent=2))
     audit = hack_audit(cfg, runs)

@@ -29,6 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from infra.kafka_io import DeliveryError, EventProducer
+from learner.config import DROPPED_METRIC, DROPPED_SOURCE
 from producers.generator.backends.base import GenerationBackend, Sample, SamplingParams
 from producers.generator.config import GeneratorConfig
 from producers.generator.prompt import PROMPT_TEMPLATE_VERSION, render_prompt
@@ -100,6 +101,7 @@ def admission(
     max_inflight_groups: int,
     groups_per_batch: int,
     max_groups: int | None = None,
+    dropped_groups: int = 0,
 ) -> Admission:
     """How many new groups may be started.
 
@@ -113,9 +115,13 @@ def admission(
     feeding one learner each take a share of G (`groups_per_step`), and a restarted
     generator starts counting again from zero.
 
+    Dynamic sampling: a group the learner dropped (all advantages equal) is not trained on,
+    so each of the `dropped_groups` it reported moves the bound up by one: the generator
+    samples a replacement at once, and the learner's steps stay full.
+
     Back-pressure: at most `max_inflight_groups` groups generated but not yet scored.
     """
-    pacing_bound = groups_per_step * (latest_version + max_policy_lag + 1)
+    pacing_bound = groups_per_step * (latest_version + max_policy_lag + 1) + dropped_groups
     room: dict[WaitReason, int] = {}
     if max_groups is not None:  # first: when the run is done, that is the reason, not a wait
         room["max_groups"] = max_groups - produced
@@ -165,12 +171,16 @@ def rollout_records(
 class LearnerFeed(FollowedFeed):
     """What the learner side says back: the newest policy version and the scored group ids."""
 
-    def __init__(self, policy_topic: str, scored_topic: str, config_id: str, bootstrap: str | None = None):
+    def __init__(self, policy_topic: str, scored_topic: str, config_id: str, bootstrap: str | None = None,
+                 metrics_topic: str = "metrics"):
         self.policy_topic, self.scored_topic, self.config_id = policy_topic, scored_topic, config_id
-        self.follower = TopicFollower([policy_topic, scored_topic], bootstrap, name="generator-learner")
+        self.metrics_topic = metrics_topic
+        self.follower = TopicFollower([policy_topic, scored_topic, metrics_topic], bootstrap,
+                                      name="generator-learner")
         self.latest_version = 0
         self.latest_location: str | None = None
         self.scored_groups: set[str] = set()
+        self.dropped_groups = 0  # groups the learner's dynamic sampling left out (its latest count)
 
     def apply(self, topic: str, payload: str, record: dict[str, Any]) -> None:
         if topic == self.policy_topic and payload == "PolicyVersion":
@@ -181,6 +191,9 @@ class LearnerFeed(FollowedFeed):
                 self.latest_version, self.latest_location = int(record["version"]), record["location"]
         elif topic == self.scored_topic and payload == "Advantage":
             self.scored_groups.add(record["group_id"])
+        elif (topic == self.metrics_topic and payload == "Metric" and record["source"] == DROPPED_SOURCE
+              and record.get("config_id", "") == self.config_id):
+            self.dropped_groups = max(self.dropped_groups, int(record["values"].get(DROPPED_METRIC, 0)))
 
     def caught_up(self) -> bool:
         return self.follower.caught_up()
@@ -228,7 +241,7 @@ class GeneratorService:
         self.generator_id = cfg.generator_id or f"{socket.gethostname()}-{os.getpid()}"
         self.producer = producer or EventProducer(bootstrap)
         self.tasks = TaskFeed(cfg.tasks_topic, cfg.metrics_topic, bootstrap)
-        self.learner = LearnerFeed(cfg.policy_topic, cfg.scored_topic, cfg.config_id, bootstrap)
+        self.learner = LearnerFeed(cfg.policy_topic, cfg.scored_topic, cfg.config_id, bootstrap, cfg.metrics_topic)
         self.curriculum = Curriculum(cfg.curriculum)
         self.rng = random.Random(cfg.generator.seed)  # task picks: a run with the same log repeats
         self.params = cfg.generator.sampling_params()
@@ -276,6 +289,7 @@ class GeneratorService:
             max_inflight_groups=g.max_inflight_groups,
             groups_per_batch=self.cfg.groups_per_batch,
             max_groups=self.cfg.max_groups,
+            dropped_groups=self.learner.dropped_groups,
         )
         if decision.groups and not self.tasks.tasks_by_id:
             return Admission(0, "no_tasks", decision.pacing_bound)

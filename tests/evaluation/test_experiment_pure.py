@@ -38,3 +38,38 @@ def test_run_reshaping_keeps_rules_with_run_name(tmp_path):
     tagged, raw = load_config(path), load_preset("raw")
     assert tagged.name == "raw.exp-raw-s0" and tagged.config_id != raw.config_id
     assert tagged.model_dump(exclude={"name"}) == raw.model_dump(exclude={"name"})
+
+
+def test_paired_table_pairs_tasks_within_seeds():
+    from producers.evaluation.experiment import paired_markdown, paired_table
+
+    def cand(task, passed):
+        return {"task_id": task, "bug_pattern": "p", "greedy": True, "passed": passed,
+                "pass_fraction": float(passed), "tree_edit_distance": 0.0, "style_class": "clean",
+                "hack_flags": [], "completion_text": "", "error_kind": "none", "error_message": ""}
+
+    reports = {("base", 0, "v"): {"candidates": [cand("t1", False), cand("t2", False)]},
+               ("full", 0, "v"): {"candidates": [cand("t1", True), cand("t2", False)]},
+               ("base", 1, "v"): {"candidates": [cand("t1", True), cand("t2", False)]},
+               ("full", 1, "v"): {"candidates": [cand("t1", True), cand("t2", True)]}}
+    (row,) = paired_table(reports, resamples=2000)
+    assert (row["a"], row["b"], row["tasks"]) == ("base", "full", 4)  # two tasks of each seed
+    assert row["greedy"]["mean"] == pytest.approx(0.5)
+    assert (row["mcnemar"]["only_a"], row["mcnemar"]["only_b"]) == (0, 2)
+    assert row["mcnemar"]["p_value"] == pytest.approx(0.5)
+    assert "| v | full − base | 4 | +0.500" in paired_markdown([row])
+
+
+def test_an_arm_can_change_run_settings(tmp_path):
+    from producers.evaluation.experiment import arm_config, arm_run_config
+
+    cfg = ExperimentConfig(out_dir=tmp_path, name="exp", seeds=[0], run={"steps": 3, "group_size": 4},
+                           arms={"raw": "raw", "raw-ds": {"reshaping": "raw", "run": {"dynamic_sampling": True,
+                                                                                      "steps": 5}}})
+    plain, dynamic = arm_run_config(cfg, "raw", 0), arm_run_config(cfg, "raw-ds", 0)
+    assert (plain.dynamic_sampling, plain.steps) == (False, 3)
+    assert (dynamic.dynamic_sampling, dynamic.steps, dynamic.group_size) == (True, 5, 4)
+    assert arm_config(cfg.arms["raw-ds"]).model_dump(exclude={"name"}) == load_preset("raw").model_dump(
+        exclude={"name"})
+    with pytest.raises(ValueError):
+        ExperimentConfig(arms={"x": {"reshaping": "raw", "unknown": 1}})

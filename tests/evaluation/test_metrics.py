@@ -83,3 +83,46 @@ def test_t_quantile_beyond_table_is_close_to_tables():
 def test_correlation():
     assert correlation([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
     assert correlation([1, 1, 1], [0, 1, 2]) is None
+
+
+def test_mcnemar_exact_known_values():
+    from producers.evaluation.metrics import mcnemar_exact
+
+    # 1 task only arm a solves, 9 only arm b, 5 both, 5 neither: p = 2 * (C(10,0) + C(10,1)) / 2^10
+    a = [True] * 1 + [False] * 9 + [True] * 5 + [False] * 5
+    b = [False] * 1 + [True] * 9 + [True] * 5 + [False] * 5
+    test = mcnemar_exact(a, b)
+    assert (test.only_a, test.only_b) == (1, 9)
+    assert test.p_value == pytest.approx(22 / 1024)
+    assert mcnemar_exact([True, False], [True, False]).p_value == 1.0
+    assert mcnemar_exact([True] * 3, [False] * 3).p_value == pytest.approx(0.25)  # 2 * 1/8
+
+
+def test_paired_bootstrap_known_values():
+    from producers.evaluation.metrics import paired_bootstrap
+
+    constant = paired_bootstrap([0.0, 0.5, 1.0], [0.2, 0.7, 1.2])
+    assert constant.mean == pytest.approx(0.2) and constant.low == pytest.approx(0.2)
+    assert constant.high == pytest.approx(0.2)
+    # differences {0, 1}: a resampled mean is 0, 0.5 or 1 with probabilities 1/4, 1/2, 1/4
+    two = paired_bootstrap([0.0, 0.0], [0.0, 1.0])
+    assert (two.mean, two.low, two.high) == (0.5, 0.0, 1.0)
+    assert paired_bootstrap([0.0, 1.0], [1.0, 0.0], seed=3) == paired_bootstrap([0.0, 1.0], [1.0, 0.0], seed=3)
+    with pytest.raises(MetricInputError):
+        paired_bootstrap([1.0], [1.0, 2.0])
+
+
+def test_compare_paired_uses_shared_tasks():
+    from producers.evaluation.metrics import compare_paired
+
+    def arm(greedy_passes):
+        return [CandidateOutcome(task_id=t, bug_pattern="p", greedy=True, passed=p, pass_fraction=float(p),
+                                 tree_edit_distance=0.0, style_class="clean") for t, p in greedy_passes.items()]
+
+    a = arm({"t1": False, "t2": False, "t3": True, "only_a": True})
+    b = arm({"t1": True, "t2": True, "t3": True, "only_b": False})
+    result = compare_paired(a, b)
+    assert result["tasks"] == 3
+    assert result["greedy"].mean == pytest.approx(2 / 3)
+    assert (result["mcnemar_greedy"].only_a, result["mcnemar_greedy"].only_b) == (0, 2)
+    assert result["mcnemar_greedy"].p_value == pytest.approx(0.5)

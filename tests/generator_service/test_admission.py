@@ -94,3 +94,10 @@ def test_run_config_rejects_unknown_knobs(tmp_path):
 def test_a_finished_run_says_max_groups_even_when_other_limits_bind_too():
     limits = {**LIMITS, "max_inflight_groups": 8}
     assert admission(8, 8, 0, **limits, max_groups=8).reason == "max_groups"
+
+
+def test_dropped_groups_raise_the_pacing_bound_one_for_one():
+    at_bound = admission(8, 0, 0, **LIMITS)
+    assert at_bound.groups == 0
+    replaced = admission(8, 0, 0, **LIMITS, dropped_groups=2)
+    assert (replaced.groups, replaced.pacing_bound) == (2, 10)

@@ -174,3 +174,21 @@ def test_group_accumulator_pending_survives_a_restart(make_record):
 def test_microbatch_to_device(make_record):
     mb = collate([make_record("g", 0, [1], [2], 0)]).to("cpu")
     assert mb.input_ids.dtype == torch.long and mb.padded_tokens == 2
+
+
+def test_dynamic_sampling_drops_exactly_the_uniform_groups_and_keeps_the_step_size(make_record):
+    acc = GroupAccumulator(groups_per_step=2, drop_uniform_groups=True)
+    groups = {"flat0": [0.0, 0.0, 0.0], "mixed1": [1.0, -1.0, 0.0], "flat2": [0.5, 0.5, 0.5],
+              "mixed3": [0.2, 0.1, -0.3], "mixed4": [1.0, 0.0, -1.0]}
+    released = []
+    for gid, advantages in groups.items():
+        for i, a in enumerate(advantages):
+            ready = acc.add(make_record(gid, i, [1], [2], a, group_members=3))
+            if ready is not None:
+                released.append(sorted({r["group_id"] for r in ready}))
+    assert released == [["mixed1", "mixed3"]]  # a full step of two groups, no uniform one
+    assert acc.dropped_groups == 2 and acc.pending_records == 3  # mixed4 waits for a partner
+    keep_all = GroupAccumulator(groups_per_step=2)
+    for i in range(3):
+        ready = keep_all.add(make_record("flat", i, [1], [2], 0.0, group_members=3))
+    assert ready is None and keep_all.dropped_groups == 0 and keep_all.pending_records == 3

@@ -112,6 +112,41 @@ def test_learns_toy_preference_and_publishes_versions(kafka_bootstrap, setup, tm
     assert metrics[-1]["values"]["loss/kl_ref"] > 0
 
 
+def test_dynamic_sampling_trains_only_mixed_groups_and_tells_the_generator(kafka_bootstrap, setup, tmp_path):
+    from learner.config import DROPPED_METRIC, DROPPED_SOURCE
+    from producers.generator.service import LearnerFeed
+
+    config_id, model_dir = setup
+    cfg = learner_cfg(tmp_path, drop_uniform_groups=True)
+    model = load_policy(model_dir, cfg, "cpu")
+    good_lp, bad_lp = behaviour(model, GOOD), behaviour(model, BAD)
+    uniform = {0, 2, 5}  # groups whose two samples both failed: advantages 0 and 0
+    with EventProducer(kafka_bootstrap) as producer:
+        for g in range(7):
+            group = f"{config_id}-g{g:03d}"
+            for i, (completion, lp, adv) in enumerate([(GOOD, good_lp, 1.0), (BAD, bad_lp, -1.0)]):
+                adv = 0.0 if g in uniform else adv
+                # one key, so one partition: the learner reads the groups in this order
+                producer.send(advantages_topic(config_id).name, config_id, "Advantage",
+                              advantage_record(config_id, group, i, completion, adv, lp))
+    service = LearnerService(LearnRunConfig(config_id=config_id, model_dir=model_dir, steps=2, learner=cfg),
+                             kafka_bootstrap)
+    assert service.run(progress=False) == 2
+    service.close()
+    steps = [m for m in metrics_of(kafka_bootstrap, config_id, "learner") if m["source"] == "learner"]
+    assert [m["values"]["groups_dropped_uniform"] for m in steps] == [2.0, 3.0]
+    assert [m["values"]["num_groups"] for m in steps] == [2.0, 2.0]  # every step full
+    drops = [m["values"][DROPPED_METRIC] for m in metrics_of(kafka_bootstrap, config_id, "learner")
+             if m["source"] == DROPPED_SOURCE]
+    assert drops == [1.0, 2.0, 3.0]
+    feed = LearnerFeed("policy", advantages_topic(config_id).name, config_id, kafka_bootstrap)
+    deadline = time.monotonic() + 30
+    while feed.dropped_groups < 3 and time.monotonic() < deadline:
+        feed.poll(1.0)
+    feed.close()
+    assert feed.dropped_groups == 3
+
+
 def test_learns_toy_preference_from_int8_engine_behaviour_logprobs(kafka_bootstrap, kafka_admin, tmp_path):
     """Behaviour logprobs of the quantized ctranslate2 engine differ from the learner's fp32
     ones; truncated importance sampling corrects for that and the preference is still learned."""
