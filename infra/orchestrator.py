@@ -236,6 +236,7 @@ class Orchestrator:
         from learner.config import LearnerConfig
         from learner.service import LearnRunConfig
         from producers.generator.config import GeneratorConfig
+        from producers.generator.frontier import FrontierConfig
         from producers.generator.service import GenerateRunConfig
         from streams.app import StreamSettings
 
@@ -249,7 +250,8 @@ class Orchestrator:
                                       threads=c.generator_threads, group_size=c.group_size, temperature=c.temperature,
                                       top_p=c.top_p, max_new_tokens=c.max_new_tokens, seed=c.seed,
                                       max_inflight_groups=c.max_inflight_groups, max_policy_lag=c.max_policy_lag),
-            config_id=reshaping.config_id, groups_per_step=c.groups_per_step, generator_id=f"{c.name}-gen-0")
+            config_id=reshaping.config_id, groups_per_step=c.groups_per_step, generator_id=f"{c.name}-gen-0",
+            frontier=FrontierConfig(enabled=c.frontier, min_samples=min(c.group_size, 4)))
         files["generator"].write_text(yaml.safe_dump(gen.model_dump(mode="json"), sort_keys=False))
         learn = LearnRunConfig(
             config_id=reshaping.config_id, model_dir=model_dir, steps=c.steps, learner_id=f"{c.name}-learner",

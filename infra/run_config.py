@@ -38,6 +38,8 @@ class RunConfig(BaseModel):
     max_new_tokens: int = Field(160, ge=1)
     max_policy_lag: int = Field(2, ge=0)
     max_inflight_groups: int = Field(8, ge=1)
+    frontier: bool = Field(False, description="draw mostly tasks whose measured pass rate is strictly between 0 "
+                           "and 1 (producers/generator/frontier.py)")
     # learner
     groups_per_step: int = Field(2, ge=1)
     learning_rate: float = Field(1e-5, gt=0)

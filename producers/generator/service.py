@@ -32,6 +32,8 @@ from infra.kafka_io import DeliveryError, EventProducer
 from learner.config import DROPPED_METRIC, DROPPED_SOURCE
 from producers.generator.backends.base import GenerationBackend, Sample, SamplingParams
 from producers.generator.config import GeneratorConfig
+from producers.generator.frontier import (FrontierConfig, TaskRates, band_sizes_by_pattern, frontier_band,
+                                          pick_frontier, unmeasured)
 from producers.generator.prompt import PROMPT_TEMPLATE_VERSION, render_prompt
 from producers.generator.scheduler import Curriculum, CurriculumConfig, FollowedFeed, TaskFeed, TopicFollower
 
@@ -47,6 +49,8 @@ class GenerateRunConfig(BaseModel):
 
     generator: GeneratorConfig = Field(default_factory=GeneratorConfig, description="Model, sampling and limits.")
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig, description="Task difficulty schedule.")
+    frontier: FrontierConfig = Field(
+        default_factory=FrontierConfig, description="Draw from tasks whose measured pass rate is in a band.")
     config_id: str = Field("default", description="Reshaping config whose advantages count a group as scored.")
     groups_per_step: int = Field(
         8,
@@ -172,7 +176,7 @@ class LearnerFeed(FollowedFeed):
     """What the learner side says back: the newest policy version and the scored group ids."""
 
     def __init__(self, policy_topic: str, scored_topic: str, config_id: str, bootstrap: str | None = None,
-                 metrics_topic: str = "metrics"):
+                 metrics_topic: str = "metrics", rate_window: int = 16):
         self.policy_topic, self.scored_topic, self.config_id = policy_topic, scored_topic, config_id
         self.metrics_topic = metrics_topic
         self.follower = TopicFollower([policy_topic, scored_topic, metrics_topic], bootstrap,
@@ -181,6 +185,7 @@ class LearnerFeed(FollowedFeed):
         self.latest_location: str | None = None
         self.scored_groups: set[str] = set()
         self.dropped_groups = 0  # groups the learner's dynamic sampling left out (its latest count)
+        self.task_rates = TaskRates(rate_window)  # per-task pass rates of the scored samples
 
     def apply(self, topic: str, payload: str, record: dict[str, Any]) -> None:
         if topic == self.policy_topic and payload == "PolicyVersion":
@@ -191,6 +196,7 @@ class LearnerFeed(FollowedFeed):
                 self.latest_version, self.latest_location = int(record["version"]), record["location"]
         elif topic == self.scored_topic and payload == "Advantage":
             self.scored_groups.add(record["group_id"])
+            self.task_rates.add(record["rollout_id"], record["task_id"], record["reward_raw"] >= 1.0)
         elif (topic == self.metrics_topic and payload == "Metric" and record["source"] == DROPPED_SOURCE
               and record.get("config_id", "") == self.config_id):
             self.dropped_groups = max(self.dropped_groups, int(record["values"].get(DROPPED_METRIC, 0)))
@@ -241,7 +247,8 @@ class GeneratorService:
         self.generator_id = cfg.generator_id or f"{socket.gethostname()}-{os.getpid()}"
         self.producer = producer or EventProducer(bootstrap)
         self.tasks = TaskFeed(cfg.tasks_topic, cfg.metrics_topic, bootstrap)
-        self.learner = LearnerFeed(cfg.policy_topic, cfg.scored_topic, cfg.config_id, bootstrap, cfg.metrics_topic)
+        self.learner = LearnerFeed(cfg.policy_topic, cfg.scored_topic, cfg.config_id, bootstrap, cfg.metrics_topic,
+                                   cfg.frontier.window)
         self.curriculum = Curriculum(cfg.curriculum)
         self.rng = random.Random(cfg.generator.seed)  # task picks: a run with the same log repeats
         self.params = cfg.generator.sampling_params()
@@ -297,12 +304,19 @@ class GeneratorService:
 
     # ---- producing -------------------------------------------------------------------------
 
+    def pick_task(self) -> dict:
+        def curriculum_pick() -> dict:
+            return self.curriculum.pick(self.tasks.tasks_by_id, self.tasks.success_rates, self.rng)
+
+        if not self.cfg.frontier.enabled:
+            return curriculum_pick()
+        return pick_frontier(self.tasks.tasks_by_id, self.learner.task_rates, self.cfg.frontier, self.rng,
+                             curriculum_pick)
+
     def generate_batch(self, n_groups: int) -> None:
         """Sample and publish `n_groups` groups; raises DeliveryError if the broker refused them."""
         g = self.cfg.generator
-        tasks = [
-            self.curriculum.pick(self.tasks.tasks_by_id, self.tasks.success_rates, self.rng) for _ in range(n_groups)
-        ]
+        tasks = [self.pick_task() for _ in range(n_groups)]
         prompts = [
             render_prompt(
                 self.tokenizer,
@@ -365,6 +379,12 @@ class GeneratorService:
             "lag": float(s.lag),
             "inflight_groups": float(s.inflight),
         }
+        if self.cfg.frontier.enabled:
+            band = frontier_band(self.tasks.tasks_by_id, self.learner.task_rates, self.cfg.frontier)
+            values["frontier/band"] = float(len(band))
+            values["frontier/unmeasured"] = float(len(unmeasured(self.tasks.tasks_by_id, self.learner.task_rates,
+                                                                 self.cfg.frontier)))
+            values.update({f"frontier/band/{p}": float(n) for p, n in band_sizes_by_pattern(band).items()})
         self.producer.send(
             self.cfg.metrics_topic,
             "generator",

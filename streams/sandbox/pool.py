@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from streams.sandbox import launcher
@@ -130,6 +131,19 @@ class _Slot:
         self.zygote = zygote
 
 
+@dataclass
+class _Job:
+    tests: list
+    wire: dict
+
+
+@dataclass
+class _Reply:
+    reply: dict | None  # None when the worker failed
+    failure: str
+    runtime_ms: float
+
+
 class SandboxPool:
     """Evaluates candidates in `config.workers` warm sandboxed zygotes.
 
@@ -194,47 +208,49 @@ class SandboxPool:
         self.close()
 
     # ----------------------------------------------------------- evaluation
+    # Parsing (the tests before, the reply after) stays on the calling thread and only the
+    # wait for the zygote goes to the executor: CPython 3.11 builds AST objects with
+    # interpreter-wide recursion counters, and compile()/ast.parse from two threads at once
+    # can fail with "SystemError: AST constructor recursion depth mismatch" (gh-106905).
     def evaluate(self, request: EvalRequest) -> EvalResult:
+        job = self._prepare(request)
+        return self._verdict(job, self._run(job))
+
+    def evaluate_many(self, requests: list[EvalRequest]) -> list[EvalResult]:
+        jobs = [self._prepare(r) for r in requests]
+        replies = list(self._executor.map(self._run, jobs))
+        return [self._verdict(job, reply) for job, reply in zip(jobs, replies)]
+
+    async def aevaluate(self, request: EvalRequest) -> EvalResult:
+        job = self._prepare(request)
+        reply = await asyncio.get_running_loop().run_in_executor(self._executor, self._run, job)
+        return self._verdict(job, reply)
+
+    def _prepare(self, request: EvalRequest) -> "_Job":
         if self._executor is None:
             raise RuntimeError(
                 "SandboxPool is not started; use start() or a with block"
             )
         tests = [prepare_test(t) for t in request.tests]  # raises InvalidRequest
         timeout_s = request.timeout_s or self.config.timeout_s
-        wire = self._wire_request(request, tests, timeout_s)
+        return _Job(tests, self._wire_request(request, tests, timeout_s))
+
+    def _run(self, job: "_Job") -> "_Reply":
+        """The blocking part: one idle zygote slot answers the request (any thread)."""
         started = time.perf_counter()
         slot = self._idle.get()
         try:
-            reply = self._ask(slot, wire)
+            reply, failure = self._ask(slot, job.wire), ""
         except (ZygoteDied, SandboxUnavailable) as exc:
-            return sandbox_failure(
-                len(tests),
-                f"sandbox worker failed: {exc}",
-                (time.perf_counter() - started) * 1000,
-                sorted(self._base_flags),
-            )
+            reply, failure = None, f"sandbox worker failed: {exc}"
         finally:
             self._idle.put(slot)
-        runtime_ms = (time.perf_counter() - started) * 1000
-        return build_result(
-            tests, reply, self.config.cpu_seconds, runtime_ms, self._base_flags
-        )
+        return _Reply(reply, failure, (time.perf_counter() - started) * 1000)
 
-    def evaluate_many(self, requests: list[EvalRequest]) -> list[EvalResult]:
-        if self._executor is None:
-            raise RuntimeError(
-                "SandboxPool is not started; use start() or a with block"
-            )
-        return list(self._executor.map(self.evaluate, requests))
-
-    async def aevaluate(self, request: EvalRequest) -> EvalResult:
-        if self._executor is None:
-            raise RuntimeError(
-                "SandboxPool is not started; use start() or a with block"
-            )
-        return await asyncio.get_running_loop().run_in_executor(
-            self._executor, self.evaluate, request
-        )
+    def _verdict(self, job: "_Job", reply: "_Reply") -> EvalResult:
+        if reply.reply is None:
+            return sandbox_failure(len(job.tests), reply.failure, reply.runtime_ms, sorted(self._base_flags))
+        return build_result(job.tests, reply.reply, self.config.cpu_seconds, reply.runtime_ms, self._base_flags)
 
     # -------------------------------------------------------------- helpers
     def _wire_request(

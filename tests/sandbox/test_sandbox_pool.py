@@ -210,3 +210,31 @@ def test_builtin_subclasses_compare_as_their_base_and_custom_eq_is_ignored():
     with SandboxPool(SandboxConfig(workers=1)) as pool:
         result = pool.evaluate(EvalRequest(code=code, tests=tests))
     assert [o.passed for o in result.outcomes] == [True, True, True, False, True]
+
+
+def test_parsing_stays_on_the_calling_thread(pool, monkeypatch):
+    """compile()/ast from two threads at once can fail on CPython 3.11 (gh-106905), so the
+    pool parses tests and replies on the caller's thread and only waits in its executor."""
+    import threading
+
+    import streams.sandbox.pool as pool_module
+
+    threads = []
+    for name in ("prepare_test", "build_result"):
+        real = getattr(pool_module, name)
+
+        def recording(*args, _real=real, **kwargs):
+            threads.append(threading.get_ident())
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(pool_module, name, recording)
+
+    async def many():
+        return threading.get_ident(), await asyncio.gather(*(pool.aevaluate(NORMAL) for _ in range(4)))
+
+    loop_thread, results = asyncio.run(many())
+    assert all(r.tests_passed == 3 for r in results)
+    assert len(threads) == 4 * (3 + 1) and set(threads) == {loop_thread}
+    threads.clear()
+    assert [r.tests_passed for r in pool.evaluate_many([NORMAL, NORMAL])] == [3, 3]
+    assert set(threads) == {threading.get_ident()}
