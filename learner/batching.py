@@ -234,12 +234,12 @@ class GroupAccumulator:
     them; a step still holds ``groups_per_step`` groups, the generator samples more.
     """
 
-    def __init__(self, groups_per_step: int, drop_uniform_groups: bool = False, dropped_groups: int = 0) -> None:
+    def __init__(self, groups_per_step: int, drop_uniform_groups: bool = False) -> None:
         if groups_per_step < 1:
             raise ValueError("groups_per_step must be >= 1")
         self.groups_per_step = groups_per_step
         self.drop_uniform_groups = drop_uniform_groups
-        self.dropped_groups = dropped_groups
+        self.dropped_groups = 0  # restored from a checkpoint by the service
         self._open: dict[str, list[Record]] = {}
         self._complete: list[list[Record]] = []
 

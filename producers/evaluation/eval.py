@@ -24,6 +24,7 @@ from pathlib import Path
 
 from producers.evaluation.metrics import CandidateOutcome, Metrics, summarise, summarise_by_pattern
 from producers.generator.backends.base import SamplingParams
+from producers.generator.prompt import render_prompt, task_import_names
 from streams.feedback.evaluate import EvaluatorConfig, aevaluate_rollout
 from streams.sandbox import SandboxPool
 
@@ -65,8 +66,6 @@ class EvalReport:
 
 def hf_generate(backend) -> Generate:
     """A Generate over a GenerationBackend with a Hugging Face tokenizer."""
-    from producers.generator.prompt import render_prompt
-
     def generate(tasks: Sequence[dict], params: SamplingParams) -> list[list[str]]:
         prompts = [render_prompt(backend.tokenizer, t["buggy_code"]) for t in tasks]
         return [[s.text for s in group] for group in backend.generate(prompts, params)]
@@ -199,8 +198,6 @@ _NAME_ERROR = re.compile(r"NameError: name '(\w+)' is not defined")
 
 def task_import_name_errors(tasks: Sequence[dict], outcomes: Sequence[CandidateOutcome]) -> int:
     """Candidates that failed on a NameError for a name their task's module-level imports bind."""
-    from producers.generator.prompt import task_import_names
-
     names = {t["task_id"]: task_import_names(t["buggy_code"]) for t in tasks}
     count = 0
     for o in outcomes:

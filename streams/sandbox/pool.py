@@ -133,7 +133,7 @@ class _Slot:
 
 @dataclass
 class _Job:
-    tests: list
+    tests: list[PreparedTest]
     wire: dict
 
 
