@@ -8,6 +8,13 @@ offset is dropped before the insert, and each event is stored once (plain counts
 FINAL counts). The tables are also ReplacingMergeTree keyed by event id, a second guard.
 Poison records are dead-lettered by the consumer and reach the `dead_letters` table
 through the `deadletter` topic.
+
+Values are not decoded here: the bodies of a batch written with a table's current schema
+go to ClickHouse as one Avro container file, and ClickHouse decodes them into the columns
+(``consumers/store/container.py``). Values of an older writer schema are decoded (and so
+resolved to the current one) in Python. A file ClickHouse cannot read writes nothing; then
+its records are decoded one by one, the ones that do not decode are dead-lettered and
+the rest stored.
 """
 
 from __future__ import annotations
@@ -20,8 +27,10 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
-from consumers.store import open_store, table_for_topic
-from infra.kafka_io import ConsumedEvent, EventConsumer
+from consumers.store import QueryError, open_store, table_for_topic
+from consumers.store.container import ContainerFormat
+from infra.kafka_io import EventConsumer, FramedEvent
+from schemas.codec import CODEC, DecodeError
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +51,14 @@ class SinkStats:
     rows: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     batches: int = 0
     dead_lettered: int = 0
+    decoded_here: int = 0  # rows decoded in Python: an older writer schema, or a file ClickHouse refused
 
     def total(self) -> int:
         return sum(self.rows.values())
 
 
-def event_row(event: ConsumedEvent) -> dict:
-    return {**event.record, "_topic": event.topic, "_partition": event.partition, "_offset": event.offset}
+def event_row(event: FramedEvent, record: dict) -> dict:
+    return {**record, "_topic": event.topic, "_partition": event.partition, "_offset": event.offset}
 
 
 class Sink:
@@ -60,31 +70,67 @@ class Sink:
         self.consumer = EventConsumer(self.cfg.topics, self.cfg.group_id, bootstrap,
                                       **{"topic.metadata.refresh.interval.ms": 3000})
         self.stats = SinkStats()
-        self._buffer: list[ConsumedEvent] = []
+        self._buffer: list[FramedEvent] = []
         self._oldest: float | None = None
         self._stored: dict[tuple[str, int], int] = {}  # (topic, partition) -> highest stored offset
         self._positions_read: set[str] = set()  # topics whose stored offsets were read from the store
+        self._formats: dict[bytes, ContainerFormat] = {}  # writer fingerprint -> its container header
 
     def flush(self) -> int:
         """Store the buffered events table by table, then commit their offsets."""
         if not self._buffer:
             return 0
-        by_table: dict[str, list[dict]] = defaultdict(list)
+        files: dict[tuple[str, str, bytes], list[FramedEvent]] = defaultdict(list)
+        older: dict[str, list[FramedEvent]] = defaultdict(list)
         for event in self.unstored(self._buffer):
-            by_table[table_for_topic(event.topic)].append(event_row(event))
-        for table, rows in by_table.items():
-            self.store.insert(table, rows)
-            self.stats.rows[table] += len(rows)
-            for row in rows:
-                key = (row["_topic"], row["_partition"])
-                self._stored[key] = max(self._stored.get(key, -1), row["_offset"])
+            table = table_for_topic(event.topic)
+            if event.current:
+                files[(table, event.topic, event.fingerprint)].append(event)
+            else:
+                older[table].append(event)
+        for (table, topic, fp), events in files.items():
+            fmt = self._formats.get(fp) or self._formats.setdefault(fp, ContainerFormat.of(CODEC.writer_schema(fp)))
+            data = fmt.file(topic, ((e.partition, e.offset, e.body) for e in events))
+            try:
+                self.store.insert_container(table, fmt.columns, data)
+            except QueryError as exc:
+                log.warning("%s: ClickHouse could not read a file of %d records (%s); decoding them here",
+                            table, len(events), str(exc).splitlines()[0][:300])
+                older[table].extend(events)
+                continue
+            self._stored_events(table, events)
+        for table, events in older.items():
+            self._insert_decoded(table, events)
         self.consumer.commit(self._buffer)
         n = len(self._buffer)
         self.stats.batches += 1
+        self.stats.dead_lettered = self.consumer.dead_lettered
         self._buffer, self._oldest = [], None
         return n
 
-    def unstored(self, events: list[ConsumedEvent]) -> list[ConsumedEvent]:
+    def _insert_decoded(self, table: str, events: list[FramedEvent]) -> None:
+        """Decode in Python (resolving older writer schemas), dead-letter what does not decode."""
+        kept, rows = [], []
+        for event in events:
+            try:
+                record = CODEC.decode(event.value, event.payload)
+            except DecodeError as exc:
+                self.consumer.dead_letter(event, exc)
+                continue
+            kept.append(event)
+            rows.append(event_row(event, record))
+        if rows:
+            self.store.insert(table, rows)
+            self.stats.decoded_here += len(rows)
+        self._stored_events(table, kept)
+
+    def _stored_events(self, table: str, events: list[FramedEvent]) -> None:
+        self.stats.rows[table] += len(events)
+        for event in events:
+            key = (event.topic, event.partition)
+            self._stored[key] = max(self._stored.get(key, -1), event.offset)
+
+    def unstored(self, events: list[FramedEvent]) -> list[FramedEvent]:
         """The events past the highest offset the store holds for their partition."""
         for topic in {e.topic for e in events} - self._positions_read:
             table = table_for_topic(topic)
@@ -100,7 +146,7 @@ class Sink:
         return fresh
 
     def poll_once(self, timeout_s: float = 0.5) -> int:
-        events = self.consumer.poll_batch(max(self.cfg.batch_rows - len(self._buffer), 1), timeout_s)
+        events = self.consumer.poll_framed(max(self.cfg.batch_rows - len(self._buffer), 1), timeout_s)
         if events and self._oldest is None:
             self._oldest = time.monotonic()
         self._buffer.extend(events)

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from infra.settings import bootstrap_servers
-from schemas.codec import CODEC, Codec, DecodeError, new_event_fields
+from schemas.codec import CODEC, HEADER_LEN, Codec, DecodeError, new_event_fields
 
 log = logging.getLogger(__name__)
 DEAD_LETTER_TOPIC = "deadletter"
@@ -102,6 +102,25 @@ class ConsumedEvent:
     record: dict[str, Any]
 
 
+@dataclass
+class FramedEvent:
+    """A consumed value with a known writer schema, its Avro body not decoded."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    timestamp_ms: int
+    payload: str
+    fingerprint: bytes
+    current: bool  # written with the payload's current schema
+    value: bytes
+
+    @property
+    def body(self) -> memoryview:
+        return memoryview(self.value)[HEADER_LEN:]
+
+
 def consumer_config(group_id: str, bootstrap: str | None = None, **overrides: Any) -> dict[str, Any]:
     cfg = {
         "bootstrap.servers": bootstrap or bootstrap_servers(),
@@ -134,34 +153,66 @@ class EventConsumer:
     def poll_batch(self, max_records: int = 500, timeout_s: float = 1.0) -> list[ConsumedEvent]:
         """Up to `max_records` decoded events. Undecodable ones are dead-lettered (and their
         offsets still advance with the batch), so a poison record never blocks the stream."""
-        messages = self._consumer.consume(max_records, timeout_s)
         events: list[ConsumedEvent] = []
-        for msg in messages:
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    continue
-                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART and not err.fatal():
-                    # a subscribed pattern with no topic yet (advantages.* before any config
-                    # ran): the consumer picks it up once it exists
-                    log.debug("%s", err.str())
-                    continue
-                raise KafkaException(err)
+        for msg in self._messages(max_records, timeout_s):
             try:
                 payload, record = self._codec.decode_named(msg.value())
             except DecodeError as exc:
                 self._dead_letter(msg, exc)
-                self._pending_poison.append(TopicPartition(msg.topic(), msg.partition(), msg.offset() + 1))
                 continue
             ts = msg.timestamp()[1]
             events.append(ConsumedEvent(msg.topic(), msg.partition(), msg.offset(), msg.key(), ts, payload, record))
         return events
 
+    def poll_framed(self, max_records: int = 500, timeout_s: float = 1.0) -> list[FramedEvent]:
+        """Up to `max_records` events whose header names a known writer schema, bodies not
+        decoded (for a consumer that hands them on encoded). A bad header is dead-lettered as
+        in `poll_batch`; a corrupt body is for the caller to find and pass to `dead_letter`."""
+        events: list[FramedEvent] = []
+        for msg in self._messages(max_records, timeout_s):
+            value = msg.value()
+            try:
+                fp, payload, current = self._codec.header(value)
+            except DecodeError as exc:
+                self._dead_letter(msg, exc)
+                continue
+            events.append(FramedEvent(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.timestamp()[1],
+                                      payload, fp, current, value))
+        return events
+
+    def dead_letter(self, event: FramedEvent, exc: Exception) -> None:
+        """Dead-letter an event of a `poll_framed` batch that turned out unusable; its offset
+        is committed with the next `commit`, as for the dead letters the consumer finds itself."""
+        self._send_dead_letter(event.topic, event.partition, event.offset, event.key, event.value, exc)
+
+    def _messages(self, max_records: int, timeout_s: float) -> list:
+        """The polled messages that carry a value; broker errors are raised, end-of-partition
+        and not-yet-created topic notices skipped."""
+        usable = []
+        for msg in self._consumer.consume(max_records, timeout_s):
+            err = msg.error()
+            if err is None:
+                usable.append(msg)
+            elif err.code() == KafkaError._PARTITION_EOF:
+                continue
+            elif err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART and not err.fatal():
+                # a subscribed pattern with no topic yet (advantages.* before any config
+                # ran): the consumer picks it up once it exists
+                log.debug("%s", err.str())
+            else:
+                raise KafkaException(err)
+        return usable
+
     def _dead_letter(self, msg, exc: Exception) -> None:
+        self._send_dead_letter(msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value(), exc)
+
+    def _send_dead_letter(self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None,
+                          exc: Exception) -> None:
         self.dead_lettered += 1
-        log.warning("dead-lettering %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), exc)
-        self._dead_letters.send(DEAD_LETTER_TOPIC, msg.topic(), "DeadLetter", dead_letter_record(
-            msg.topic(), msg.partition(), msg.offset(), self.group_id, msg.key(), msg.value(), exc))
+        log.warning("dead-lettering %s[%d]@%d: %s", topic, partition, offset, exc)
+        self._dead_letters.send(DEAD_LETTER_TOPIC, topic, "DeadLetter", dead_letter_record(
+            topic, partition, offset, self.group_id, key, value, exc))
+        self._pending_poison.append(TopicPartition(topic, partition, offset + 1))
 
     def commit(self, events: Iterable[ConsumedEvent] = ()) -> None:
         """Synchronously commit the offsets after `events` and any dead-lettered records seen,

@@ -70,6 +70,7 @@ class Codec:
     def __init__(self) -> None:
         self._by_fp: dict[bytes, dict] = {}
         self._current: dict[str, tuple[bytes, dict]] = {}
+        self._headers: dict[bytes, tuple[bytes, str, bool]] = {}  # framed header -> `header`'s answer
 
     def register(self, schema: dict, current: bool = True) -> bytes:
         """Add a schema. ``current`` makes it the one ``encode`` writes and ``decode`` reads into."""
@@ -78,6 +79,8 @@ class Codec:
         self._by_fp[fp] = parsed
         if current:
             self._current[parsed["name"].split(".")[-1]] = (fp, parsed)
+        self._headers = {MAGIC + known: (known, name, self._current.get(name, (None,))[0] == known)
+                         for known, name in ((f, w["name"].split(".")[-1]) for f, w in self._by_fp.items())}
         return fp
 
     def schema(self, name: str) -> dict:
@@ -97,6 +100,26 @@ class Codec:
     def writer_name(self, data: bytes) -> str:
         """Name of the payload type a framed value was written with."""
         return self._writer(data)["name"].split(".")[-1]
+
+    def header(self, data: bytes) -> tuple[bytes, str, bool]:
+        """From the 10-byte header alone (the body is not read): the writer fingerprint, the
+        payload name, and whether that writer is the payload's current schema. Raises
+        ``MalformedRecordError``/``UnknownSchemaError`` as ``decode`` does for a bad header."""
+        try:  # the hot path of the sink: one slice and one lookup
+            return self._headers[data[:HEADER_LEN]]
+        except (KeyError, TypeError):
+            pass
+        writer = self._writer(data)  # raises for what is not a known header
+        fp = bytes(data[2:HEADER_LEN])
+        name = writer["name"].split(".")[-1]
+        return fp, name, self._current[name][0] == fp
+
+    def writer_schema(self, fp: bytes) -> dict:
+        """The parsed writer schema of a fingerprint this codec knows."""
+        try:
+            return self._by_fp[fp]
+        except KeyError:
+            raise UnknownSchemaError(fp) from None
 
     def _writer(self, data: bytes) -> dict:
         if not isinstance(data, (bytes, bytearray, memoryview)):

@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 import clickhouse_connect
 from clickhouse_connect.driver.client import Client
@@ -61,6 +61,7 @@ class QueryResult:
 class Store(Protocol):
     def init_schema(self) -> None: ...
     def insert(self, table: str, rows: list[dict[str, Any]]) -> int: ...
+    def insert_container(self, table: str, columns: Sequence[str], data: bytes) -> None: ...
     def query(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult: ...
     def command(self, sql: str, params: dict[str, Any] | None = None) -> None: ...
     def close(self) -> None: ...
@@ -99,6 +100,19 @@ class ClientStore:
         except ClickHouseError as exc:
             raise QueryError(f"insert into {table} failed: {exc}") from exc
         return summary.written_rows
+
+    def insert_container(self, table: str, columns: Sequence[str], data: bytes) -> None:
+        """Write an Avro container file (``consumers/store/container.py``) to ``table``: ClickHouse
+        decodes it. One INSERT of fewer rows than ``max_insert_block_size`` is one block, so a
+        file that does not parse to the end writes nothing."""
+        check_table(table)
+        missing = sorted(self._required_columns(table) - set(columns))
+        if missing:
+            raise RowShapeError(f"records for {table} lack columns without a default: {missing}")
+        try:
+            self._client.raw_insert(table, list(columns), data, fmt="Avro")
+        except ClickHouseError as exc:
+            raise QueryError(f"Avro insert into {table} failed: {exc}") from exc
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> QueryResult:
         """Run a SELECT; ``{name:Type}`` placeholders are bound server-side from ``params``.

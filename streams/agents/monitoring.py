@@ -8,7 +8,7 @@ reproducible from the advantage records alone.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # Spread below this counts as "no variance": the group gives GRPO no gradient signal.
@@ -60,10 +60,22 @@ class WindowStats:
         )
 
     def __add__(self, other: WindowStats) -> WindowStats:
-        def add(a, b):
-            return dict(Counter(a) + Counter(b)) if isinstance(a, dict) else a + b
-
-        return WindowStats(**{f.name: add(getattr(self, f.name), getattr(other, f.name)) for f in fields(self)})
+        # spelled out field by field: the reflective version was a fifth of the replay's time
+        return WindowStats(
+            rollouts=self.rollouts + other.rollouts,
+            groups=self.groups + other.groups,
+            raw_sum=self.raw_sum + other.raw_sum,
+            raw_sumsq=self.raw_sumsq + other.raw_sumsq,
+            reshaped_sum=self.reshaped_sum + other.reshaped_sum,
+            reshaped_sumsq=self.reshaped_sumsq + other.reshaped_sumsq,
+            advantage_sum=self.advantage_sum + other.advantage_sum,
+            advantage_sumsq=self.advantage_sumsq + other.advantage_sumsq,
+            zero_variance_raw=self.zero_variance_raw + other.zero_variance_raw,
+            zero_variance_reshaped=self.zero_variance_reshaped + other.zero_variance_reshaped,
+            hacked=self.hacked + other.hacked,
+            pattern_rollouts=_add_counts(self.pattern_rollouts, other.pattern_rollouts),
+            pattern_successes=_add_counts(self.pattern_successes, other.pattern_successes),
+        )
 
     def values(self) -> dict[str, float]:
         """The metric values of the window (the ``values`` map of a Metric record)."""
@@ -98,6 +110,14 @@ class WindowStats:
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> WindowStats:
         return cls(**data) if data else cls()
+
+
+def _add_counts(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    """``dict(Counter(a) + Counter(b))`` without building Counters: same keys, same order
+    (a's, then b's new ones), positive counts only."""
+    out = {k: n + b.get(k, 0) for k, n in a.items() if n + b.get(k, 0) > 0}
+    out.update((k, n) for k, n in b.items() if k not in a and n > 0)
+    return out
 
 
 def merge(current: dict[str, Any] | None, delta: dict[str, Any]) -> dict[str, Any]:

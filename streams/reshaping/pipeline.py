@@ -112,6 +112,29 @@ def _check_unit_interval(rid: str, name: str, x: Any) -> None:
         raise InvalidFeedbackError(rid, name, f"{x} outside [0, 1]")
 
 
+_REQUIRED_SET = frozenset(_REQUIRED)
+_INTEGERS = ("created_at_ms", "sample_index", "group_size", "policy_version")
+
+
+def _plainly_valid(fb: Mapping[str, Any]) -> bool:
+    """True only for a record ``_explain_invalid`` accepts, checked with C-level loops; False
+    whenever unsure (an int where floats are usual, a NaN), leaving the verdict to it. The
+    record-by-record checks were a fifth of the replay's time."""
+    if not _REQUIRED_SET.issubset(fb.keys()):
+        return False
+    if not (type(fb["created_at_ms"]) is int and type(fb["sample_index"]) is int
+            and type(fb["group_size"]) is int and type(fb["policy_version"]) is int and fb["group_size"] >= 1):
+        return False
+    flags, runs, logprobs, distance = fb.get("hack_flags", []), fb["pass_fraction_runs"], fb["behaviour_logprobs"], \
+        fb["tree_edit_distance"]
+    return (type(flags) is list and all(type(f) is str for f in flags)
+            and type(runs) is list and bool(runs) and set(map(type, runs)) == {float}
+            and math.isfinite(sum(runs)) and 0.0 <= min(runs) and max(runs) <= 1.0  # min/max skip NaNs
+            and type(distance) is float and 0.0 <= distance <= 1.0
+            and set(map(type, logprobs)) <= {float} and all(map(math.isfinite, logprobs))
+            and fb["style_class"] in STYLE_CLASSES)
+
+
 def validate_feedback(fb: Mapping[str, Any]) -> None:
     """Refuse a record the reshaping cannot turn into a finite advantage.
 
@@ -120,11 +143,17 @@ def validate_feedback(fb: Mapping[str, Any]) -> None:
     by their exponent); the style class is one of ``STYLE_CLASSES``; the integers that
     order and size the group are integers, ``group_size >= 1``; hack flags are strings.
     """
+    if not _plainly_valid(fb):
+        _explain_invalid(fb)
+
+
+def _explain_invalid(fb: Mapping[str, Any]) -> None:
+    """The checks of ``validate_feedback`` one by one: raises naming the first field that fails."""
     rid = str(fb.get("rollout_id", "<no rollout_id>"))
     for name in _REQUIRED:
         if name not in fb:
             raise InvalidFeedbackError(rid, name, "missing")
-    for name in ("created_at_ms", "sample_index", "group_size", "policy_version"):
+    for name in _INTEGERS:
         if not isinstance(fb[name], int) or isinstance(fb[name], bool):
             raise InvalidFeedbackError(rid, name, f"expected an integer, got {fb[name]!r}")
     flags = fb.get("hack_flags", [])

@@ -37,10 +37,14 @@ class RunningStats:
         return RunningStats(count, mean, self.m2 + delta * (x - mean))
 
     def update_many(self, xs: Iterable[float]) -> RunningStats:
-        stats = self
+        """``update`` for each x in turn (the same float operations, one object at the end)."""
+        count, mean, m2 = self.count, self.mean, self.m2
         for x in xs:
-            stats = stats.update(x)
-        return stats
+            count += 1
+            delta = x - mean
+            mean += delta / count
+            m2 += delta * (x - mean)
+        return RunningStats(count, mean, m2)
 
     def merge(self, other: RunningStats) -> RunningStats:
         """Statistics of the union of both samples (Chan, Golub and LeVeque's pairwise formula)."""

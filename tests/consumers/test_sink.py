@@ -100,3 +100,65 @@ def test_sink_killed_mid_batch_loses_and_duplicates_nothing(kafka_bootstrap, kaf
     assert out.returncode == 0, out.stderr[-2000:]
     # once under FINAL and once without it: the replayed tail was dropped, not collapsed later
     assert _count(store_path, tag) == (n, n, n)
+
+
+def _commit_at_end(bootstrap: str, group: str, topic: str, before: int) -> None:
+    """Commit `group` at `topic`'s end less the last `before` records (one partition)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    end = probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+    probe.commit(offsets=[TopicPartition(topic, 0, end - before)], asynchronous=False)
+    probe.close()
+
+
+def _sink_until_idle(sink, idle_s: float = 4.0, timeout_s: float = 120.0) -> None:
+    deadline, last = time.monotonic() + timeout_s, time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - last < idle_s:
+        if sink.poll_once() or not sink.consumer.raw.assignment():
+            last = time.monotonic()
+    sink.flush()
+
+
+def test_sink_stores_older_writer_schemas_and_dead_letters_a_corrupt_body(kafka_bootstrap, kafka_admin, tmp_path):
+    """A body that ClickHouse cannot read sends its file down the decode path: the corrupt record
+    is dead-lettered and the others of its batch are stored once; a record of an older writer
+    schema is resolved to the current one (its missing field takes the default)."""
+    from consumers.sink import Sink, SinkConfig
+    from consumers.store import ChdbStore
+    from infra.topics import ensure_topics, event_topics
+    from schemas.codec import CODEC, HEADER_LEN, Codec
+
+    ensure_topics(kafka_admin, event_topics())
+    tag = f"framed-{uuid.uuid4().hex[:8]}"
+    current = CODEC.schema("Metric")
+    old_schema = {"type": "record", "name": "Metric", "namespace": "reshaper.events",
+                  "fields": [f for f in current["fields"] if f["name"] != "labels"]}
+    old = Codec()
+    CODEC.register(old_schema, current=False)  # this process may read it, never writes it
+    old.register(old_schema)
+    with EventProducer(kafka_bootstrap) as producer:
+        _metrics(producer, tag, 30)
+        good = CODEC.encode("Metric", {"event_id": f"{tag}-x", "created_at_ms": 1, "source": tag, "step": 99,
+                                       "values": {}, "labels": {}})
+        producer.send_raw("metrics", tag, good[:HEADER_LEN + 3])  # valid header, truncated body
+        _metrics(producer, tag, 30)
+        producer.send_raw("metrics", tag, old.encode("Metric", {"event_id": f"{tag}-old", "schema_version": 1,
+                                                                "created_at_ms": 5, "source": tag + "-old",
+                                                                "step": 1, "config_id": "", "values": {"v": 2.0}}))
+    # the group starts after the other tests' metrics, and every record of this test is in one batch
+    group = f"g-{tag}"
+    _commit_at_end(kafka_bootstrap, group, "metrics", before=62)
+    with ChdbStore(tmp_path / "chdb") as store:
+        sink = Sink(SinkConfig(topics=["metrics"], group_id=group, batch_rows=100_000, batch_seconds=60),
+                    kafka_bootstrap, store=store)
+        _sink_until_idle(sink)
+        sink.consumer.close()
+        final = store.query("SELECT count(), uniqExact(event_id) FROM metrics WHERE source = {t:String}",
+                            {"t": tag}).rows[0]
+        old_row = store.query("SELECT step, labels, values FROM metrics WHERE source = {t:String}",
+                              {"t": tag + "-old"}).rows
+        assert sink.stats.decoded_here == 61  # the refused file's good records, and the old-schema one
+    assert tuple(final) == (60, 60)
+    assert old_row == [(1, {}, {"v": 2.0})]
+    assert sink.stats.dead_lettered == 1

@@ -77,3 +77,31 @@ def test_fingerprint_is_stable_across_registries():
         b.register(load_schema_file(SCHEMA_DIR / file))
     rec = {**new_event_fields(), **SAMPLES["Task"]}
     assert b.decode(a.encode("Task", rec)) == rec
+
+
+def test_header_names_writer_and_whether_it_is_current_without_reading_the_body():
+    old_schema = {"type": "record", "name": "Ping", "namespace": "t",
+                  "fields": [{"name": "event_id", "type": "string"}, {"name": "n", "type": "int"}]}
+    new_schema = copy.deepcopy(old_schema)
+    new_schema["fields"].append({"name": "label", "type": "string", "default": "none"})
+    writer = Codec()
+    old_fp = writer.register(old_schema)
+    old_bytes = writer.encode("Ping", {"event_id": "a", "n": 3})
+    reader = Codec()
+    reader.register(old_schema)
+    assert reader.header(old_bytes) == (old_fp, "Ping", True)
+    new_fp = reader.register(new_schema)  # a newer version makes the old one history
+    new_bytes = reader.encode("Ping", {"event_id": "b", "n": 4, "label": "x"})
+    assert reader.header(old_bytes) == (old_fp, "Ping", False)
+    assert reader.header(new_bytes) == (new_fp, "Ping", True)
+    assert reader.header(memoryview(new_bytes)) == (new_fp, "Ping", True)
+    assert reader.header(new_bytes[:10] + b"\xff\xff") == (new_fp, "Ping", True)  # the body is not read
+    assert reader.writer_schema(old_fp)["fields"][-1]["name"] == "n"
+    with pytest.raises(MalformedRecordError):
+        reader.header(b"\x00\x01" + new_bytes[2:])
+    with pytest.raises(MalformedRecordError):
+        reader.header(new_bytes[:6])
+    with pytest.raises(UnknownSchemaError):
+        reader.header(b"\xc3\x01" + b"\x00" * 8 + b"body")
+    with pytest.raises(UnknownSchemaError):
+        reader.writer_schema(b"\x00" * 8)

@@ -206,6 +206,34 @@ def test_bad_feedback_is_rejected_naming_rollout_and_field(overrides, field):
     assert "g1-r1" in str(info.value) and field in str(info.value)
 
 
+@pytest.mark.parametrize("overrides", [
+    {"pass_fraction_runs": [1, 0]}, {"tree_edit_distance": 0}, {"hack_flags": ("swallowed_exception",)},
+    {"behaviour_logprobs": [-1, -0.5]}, {"behaviour_logprobs": []},
+])
+def test_unusual_but_valid_feedback_is_accepted(overrides):
+    """Values the quick check leaves to the field-by-field one (ints for floats, a tuple) pass."""
+    group = make_group([0.0, 1.0])
+    group[1].update(overrides)
+    records, _ = reshape_group(group, ReshapeState(), load_preset("full"), step=0)
+    assert len(records) == 2
+
+
+@pytest.mark.parametrize(("overrides", "field"), [
+    ({"behaviour_logprobs": [True]}, "behaviour_logprobs[0]"),
+    ({"sample_index": True}, "sample_index"),
+    ({"pass_fraction_runs": (1.0,)}, None),
+])
+def test_bools_are_not_numbers_and_tuples_of_runs_pass(overrides, field):
+    group = make_group([0.0, 1.0])
+    group[1].update(overrides)
+    if field is None:
+        assert len(reshape_group(group, ReshapeState(), load_preset("full"), step=0)[0]) == 2
+        return
+    with pytest.raises(InvalidFeedbackError) as info:
+        reshape_group(group, ReshapeState(), load_preset("full"), step=0)
+    assert info.value.field == field
+
+
 def test_missing_field_and_bad_groups_are_rejected():
     cfg, state = load_preset("raw"), ReshapeState()
     group = make_group([0.0, 1.0])
