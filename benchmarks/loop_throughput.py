@@ -159,8 +159,8 @@ def whole_loop(args, backend: str, compute_type: str) -> dict:
     from infra.run_config import RunConfig
 
     with tempfile.TemporaryDirectory() as runs:
-        cfg = RunConfig(name=f"bench-{backend}", runs_dir=Path(runs), steps=args.steps, backend=backend,
-                        compute_type=compute_type, seed=args.seed, max_new_tokens=args.max_new_tokens,
+        cfg = RunConfig(name=f"bench-{backend}", runs_dir=Path(runs), steps=args.steps, seed=args.seed,
+                        generator={"backend": backend, "compute_type": compute_type}, max_new_tokens=args.max_new_tokens,
                         group_size=args.k, generator_threads=args.threads)
         orchestrator = Orchestrator(cfg)
         summary = orchestrator.run(progress=False)

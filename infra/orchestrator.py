@@ -233,34 +233,36 @@ class Orchestrator:
         return load_config(path) if path.suffix in (".yaml", ".yml") else load_preset(self.cfg.reshaping)
 
     def write_configs(self, model_dir: Path, reshaping) -> dict[str, Path]:
+        """Each component's config: its own section of the run config, with the shared knobs
+        the run declares once filled in (infra/run_config.py, SHARED)."""
         from learner.config import LearnerConfig
         from learner.service import LearnRunConfig
         from producers.generator.config import GeneratorConfig
-        from producers.generator.frontier import FrontierConfig
         from producers.generator.service import GenerateRunConfig
         from streams.app import StreamSettings
 
         c, d = self.cfg, self.dir
         files = {"run": d / "run.yaml", "reshaping": d / "reshaping.yaml", "generator": d / "generator.yaml",
                  "learner": d / "learner.yaml", "streams": d / "streams.json"}
-        files["run"].write_text(yaml.safe_dump(c.model_dump(mode="json"), sort_keys=False))
+        files["run"].write_text(yaml.safe_dump(c.recorded(), sort_keys=False))
         files["reshaping"].write_text(yaml.safe_dump(json.loads(reshaping.canonical_json()), sort_keys=False))
-        gen = GenerateRunConfig(
-            generator=GeneratorConfig(model_dir=model_dir, backend=c.backend, compute_type=c.compute_type,
-                                      threads=c.generator_threads, group_size=c.group_size, temperature=c.temperature,
-                                      top_p=c.top_p, max_new_tokens=c.max_new_tokens, seed=c.seed,
-                                      max_inflight_groups=c.max_inflight_groups, max_policy_lag=c.max_policy_lag),
-            config_id=reshaping.config_id, groups_per_step=c.groups_per_step, generator_id=f"{c.name}-gen-0",
-            frontier=FrontierConfig(enabled=c.frontier, min_samples=min(c.group_size, 4)))
+        shared = {"temperature": c.temperature, "seed": c.seed, "max_policy_lag": c.max_policy_lag}
+        generator = GeneratorConfig.model_validate({
+            **c.generator.model_dump(), **shared, "model_dir": model_dir, "group_size": c.group_size,
+            "max_new_tokens": c.max_new_tokens, "threads": c.generator_threads})
+        # a frontier rate counts after one group unless the run says otherwise
+        frontier = c.frontier if "min_samples" in c.frontier.model_fields_set else \
+            c.frontier.model_copy(update={"min_samples": min(c.group_size, 4)})
+        gen = GenerateRunConfig(generator=generator, curriculum=c.curriculum, frontier=frontier,
+                                config_id=reshaping.config_id, groups_per_step=c.groups_per_step,
+                                generator_id=f"{c.name}-gen-0")
         files["generator"].write_text(yaml.safe_dump(gen.model_dump(mode="json"), sort_keys=False))
-        learn = LearnRunConfig(
-            config_id=reshaping.config_id, model_dir=model_dir, steps=c.steps, learner_id=f"{c.name}-learner",
-            threads=c.learner_threads,
-            learner=LearnerConfig(groups_per_step=c.groups_per_step, learning_rate=c.learning_rate,
-                                  use_lora=c.use_lora, beta=c.beta, max_policy_lag=c.max_policy_lag,
-                                  drop_uniform_groups=c.dynamic_sampling,
-                                  max_steps=max(c.steps, 10), max_completion_length=c.max_new_tokens,
-                                  checkpoint_dir=d / "learner", publish_dir=d / "policy", seed=c.seed))
+        learner = LearnerConfig.model_validate({
+            **c.learner.model_dump(), **shared, "groups_per_step": c.groups_per_step,
+            "max_completion_length": c.max_new_tokens, "max_steps": max(c.steps, 10),
+            "checkpoint_dir": d / "learner", "publish_dir": d / "policy"})
+        learn = LearnRunConfig(config_id=reshaping.config_id, model_dir=model_dir, steps=c.steps,
+                               learner_id=f"{c.name}-learner", threads=c.learner_threads, learner=learner)
         files["learner"].write_text(yaml.safe_dump(learn.model_dump(mode="json"), sort_keys=False))
         files["streams"].write_text(StreamSettings(sandbox_workers=c.sandbox_workers).model_dump_json(indent=2))
         return files

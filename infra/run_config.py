@@ -4,50 +4,69 @@ config of every component is written into the run folder, so each run records wh
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal
 
 import yaml
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from infra.settings import REPO_ROOT
+from learner.config import LearnerConfig
+from producers.generator.config import GeneratorConfig
+from producers.generator.scheduler import CurriculumConfig
+from producers.generator.frontier import FrontierConfig
 
-RUN_CONFIG_VERSION = 1
+RUN_CONFIG_VERSION = 2
+
+# Knobs the run declares once and hands to every component that needs them; the component
+# sub-models below refuse them, so no value can be set twice and disagree.
+SHARED = {
+    "generator": {"model_dir": "model", "group_size": "group_size", "max_new_tokens": "max_new_tokens",
+                  "temperature": "temperature", "seed": "seed", "max_policy_lag": "max_policy_lag",
+                  "threads": "generator_threads"},
+    "learner": {"groups_per_step": "groups_per_step", "max_policy_lag": "max_policy_lag",
+                "max_completion_length": "max_new_tokens", "temperature": "temperature", "seed": "seed",
+                "max_steps": "steps", "checkpoint_dir": "the run folder", "publish_dir": "the run folder"},
+}
+# version 1 spelled some component knobs at the top level: where each one lives now
+_MOVED_IN_V2 = {
+    "backend": ("generator", "backend"), "compute_type": ("generator", "compute_type"),
+    "top_p": ("generator", "top_p"), "max_inflight_groups": ("generator", "max_inflight_groups"),
+    "learning_rate": ("learner", "learning_rate"), "use_lora": ("learner", "use_lora"),
+    "beta": ("learner", "beta"), "dynamic_sampling": ("learner", "drop_uniform_groups"),
+    "frontier": ("frontier", "enabled"),
+}
 
 
 class RunConfig(BaseModel):
+    """One YAML for the whole loop. Top level: what the run is, the knobs several components
+    share, the services and the CPU budget. `generator`, `learner`, `frontier` and `curriculum`
+    are the components' own configs, every field reachable; the shared knobs are set here only."""
+
     model_config = ConfigDict(extra="forbid")
 
-    version: int = Field(RUN_CONFIG_VERSION, description="schema version of this file")
+    version: int = Field(RUN_CONFIG_VERSION, description="schema version of this file (1 is migrated on load)")
     name: str = Field("default", pattern=r"^[A-Za-z0-9_-]+$", description="names the run folder, groups and app id")
     runs_dir: Path = Field(REPO_ROOT / "runs", description="parent of the run folder")
     model: str = Field("smollm2", description="'smollm2' (the shipped GGUF), 'tiny' (tests) or a local HF model dir")
     reshaping: str = Field("full", description="reshaping preset name (raw, full) or a YAML path")
     steps: int = Field(4, ge=1, description="learner steps to train")
     # corpus
-    seed: int = Field(0, description="corpus and sampling seed")
+    seed: int = Field(0, description="corpus, sampling and learner seed")
     max_functions: int | None = Field(None, ge=1, description="corpus size cap per source (None: all of MBPP)")
-    # generator
-    backend: Literal["ctranslate2", "transformers", "vllm"] = Field(
-        "ctranslate2", description="generation engine: ctranslate2 (CPU default), transformers (reference), vllm (GPU)")
-    compute_type: Literal["int8", "float32"] = Field(
-        "int8", description="precision of the ctranslate2 engine (int8: faster, logprobs off by ~0.36 nats/token)")
+    # shared by the generator and the learner
     group_size: int = Field(4, ge=2, description="K: samples per task")
-    temperature: float = Field(1.0, gt=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    max_new_tokens: int = Field(160, ge=1)
-    max_policy_lag: int = Field(2, ge=0)
-    max_inflight_groups: int = Field(8, ge=1)
-    frontier: bool = Field(False, description="draw mostly tasks whose measured pass rate is strictly between 0 "
-                           "and 1 (producers/generator/frontier.py)")
-    # learner
-    groups_per_step: int = Field(2, ge=1)
-    learning_rate: float = Field(1e-5, gt=0)
-    use_lora: bool = True
-    beta: float = Field(0.0, ge=0, description="KL to the reference; 0 skips the reference pass")
-    dynamic_sampling: bool = Field(
-        False, description="DAPO dynamic sampling: groups with equal advantages are not trained on, the "
-        "generator samples replacements (learner.drop_uniform_groups)")
+    groups_per_step: int = Field(2, ge=1, description="G: groups per learner step (the generator paces by it)")
+    max_new_tokens: int = Field(160, ge=1, description="completion cap of the sampler, and the learner's length")
+    temperature: float = Field(1.0, gt=0, description="sampling temperature; the learner's logprobs use the same")
+    max_policy_lag: int = Field(2, ge=0, description="versions a rollout may trail the policy (both sides enforce it)")
+    # components
+    generator: GeneratorConfig = Field(default_factory=GeneratorConfig,
+                                       description="the sampler's own knobs (backend, compute_type, top_p, ...)")
+    learner: LearnerConfig = Field(default_factory=LearnerConfig,
+                                   description="the learner's own knobs (loss, importance sampling, LoRA, optimiser)")
+    frontier: FrontierConfig = Field(default_factory=FrontierConfig,
+                                     description="learnable-band task selection (producers/generator/frontier.py)")
+    curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig, description="task difficulty schedule")
     # services
     broker: Literal["own", "shared"] = Field(
         "own", description="own: a broker of this run (data in the run folder, so runs never read each other's "
@@ -55,19 +74,63 @@ class RunConfig(BaseModel):
     kafka_port: int | None = Field(None, description="port of the run's own broker; default: derived from the name")
     bootstrap: str | None = Field(None, description="an existing Kafka cluster; overrides `broker`")
     store: str | None = Field(None, description="ClickHouse server URL; default: chDB in the run folder")
-    sandbox_workers: int = Field(2, ge=1)
-    # CPU budget: threads per component (0: the library's default, all cores). One each by
-    # measurement on 2 cores: 17.9 rollouts/min against 13.4 with both engines on all cores
-    # (6 steps, ctranslate2 int8), which oversubscribes the CPUs the sandbox also needs.
+    # CPU budget: processes and threads per component (0: the library's default, all cores).
+    # One thread each by measurement on 2 cores: 17.9 rollouts/min against 13.4 with both
+    # engines on all cores (6 steps, ctranslate2 int8), which oversubscribes the CPUs the
+    # sandbox also needs.
+    sandbox_workers: int = Field(2, ge=1, description="warm sandbox workers of the feedback agent")
     generator_threads: int = Field(1, ge=0, description="threads of the generation engine; 0: all cores")
     learner_threads: int = Field(1, ge=0, description="torch threads of the learner; 0: all cores")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        # `frontier` was a flag in version 1 and is a section now
+        legacy = sorted(k for k in data if k in _MOVED_IN_V2 and not (k == "frontier" and isinstance(data[k], dict)))
+        if data.get("version", 1 if legacy else RUN_CONFIG_VERSION) != 1:
+            return data
+        migrated = {k: v for k, v in data.items() if k not in _MOVED_IN_V2}
+        for key in legacy:
+            section, name = _MOVED_IN_V2[key]
+            sub = dict(migrated.get(section) or {})
+            if name in sub:
+                raise ValueError(f"{key} is given twice: at the top level (version 1) and as {section}.{name}")
+            sub[name] = data[key]
+            migrated[section] = sub
+        migrated["version"] = RUN_CONFIG_VERSION
+        return migrated
+
+    @model_validator(mode="after")
+    def _shared_knobs_once(self) -> RunConfig:
+        for section, owned in SHARED.items():
+            given = sorted(getattr(self, section).model_fields_set & set(owned))
+            if given:
+                where = ", ".join(f"{section}.{g} (set `{owned[g]}`)" for g in given)
+                raise ValueError(f"run-level settings cannot be set in a component: {where}")
+        return self
 
     @property
     def run_dir(self) -> Path:
         return Path(self.runs_dir) / self.name
+
+    def recorded(self) -> dict[str, Any]:
+        """The config as run.yaml records it: only the component fields the run does not own,
+        so the file loads back as the same config."""
+        return self.model_dump(mode="json", exclude={s: set(owned) for s, owned in SHARED.items()})
 
 
 def load_run_config(path: Path | None, **overrides) -> RunConfig:
     data = yaml.safe_load(Path(path).read_text()) if path else {}
     data = {**(data or {}), **{k: v for k, v in overrides.items() if v is not None}}
     return RunConfig.model_validate(data)
+
+
+def deep_merge(base: dict, over: dict) -> dict:
+    """``over`` on top of ``base``, merging nested dicts key by key (an arm's ``learner: {beta: ..}``
+    changes that one knob, not the whole learner section)."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out

@@ -105,9 +105,9 @@ def run_reshaping_file(cfg: ExperimentConfig, arm: str, seed: int) -> Path:
 def arm_run_config(cfg: ExperimentConfig, arm: str, seed: int):
     """The RunConfig of one run: the shared settings, the arm's own over them, then its name,
     seed, folder and rules."""
-    from infra.run_config import RunConfig
+    from infra.run_config import RunConfig, deep_merge
 
-    return RunConfig.model_validate({**cfg.run, **arm_spec(cfg.arms[arm]).run,
+    return RunConfig.model_validate({**deep_merge(cfg.run, arm_spec(cfg.arms[arm]).run),
                                      "name": run_name(cfg, arm, seed), "seed": seed,
                                      "runs_dir": str(cfg.dir / "runs"),
                                      "reshaping": str(run_reshaping_file(cfg, arm, seed))})

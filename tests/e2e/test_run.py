@@ -16,7 +16,8 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]  # starts its own broker
 def finished_run(tmp_path_factory):
     """A run on its own broker (the embedded default), kept up afterwards for the checks."""
     cfg = RunConfig(name="e2e", runs_dir=tmp_path_factory.mktemp("runs"), model="tiny", steps=3, max_functions=10,
-                    group_size=2, max_new_tokens=16, groups_per_step=1, max_inflight_groups=4, learning_rate=1e-3)
+                    group_size=2, max_new_tokens=16, groups_per_step=1, generator={"max_inflight_groups": 4},
+                    learner={"learning_rate": 1e-3})
     orchestrator = Orchestrator(cfg)
     summary = orchestrator.run(progress=False)
     cfg = orchestrator.cfg  # now with the port of its broker
@@ -116,7 +117,7 @@ def crashed_run(tmp_path_factory):
 
     cfg = RunConfig(name="e2e-kill", runs_dir=tmp_path_factory.mktemp("runs"), model="tiny", steps=5,
                     max_functions=10, group_size=2, max_new_tokens=16, groups_per_step=1,
-                    max_inflight_groups=4, learning_rate=1e-3)
+                    generator={"max_inflight_groups": 4}, learner={"learning_rate": 1e-3})
     orchestrator = Orchestrator(cfg)
     killed: dict[str, int] = {}
 

@@ -63,12 +63,15 @@ def test_paired_table_pairs_tasks_within_seeds():
 def test_an_arm_can_change_run_settings(tmp_path):
     from producers.evaluation.experiment import arm_config, arm_run_config
 
-    cfg = ExperimentConfig(out_dir=tmp_path, name="exp", seeds=[0], run={"steps": 3, "group_size": 4},
-                           arms={"raw": "raw", "raw-ds": {"reshaping": "raw", "run": {"dynamic_sampling": True,
-                                                                                      "steps": 5}}})
+    cfg = ExperimentConfig(out_dir=tmp_path, name="exp", seeds=[0],
+                           run={"steps": 3, "group_size": 4, "learner": {"learning_rate": 1e-4, "lora_r": 8}},
+                           arms={"raw": "raw", "raw-ds": {"reshaping": "raw", "run": {
+                               "learner": {"drop_uniform_groups": True, "is_cap": 3.0}, "steps": 5}}})
     plain, dynamic = arm_run_config(cfg, "raw", 0), arm_run_config(cfg, "raw-ds", 0)
-    assert (plain.dynamic_sampling, plain.steps) == (False, 3)
-    assert (dynamic.dynamic_sampling, dynamic.steps, dynamic.group_size) == (True, 5, 4)
+    assert (plain.learner.drop_uniform_groups, plain.steps, plain.learner.is_cap) == (False, 3, 2.0)
+    assert (dynamic.learner.drop_uniform_groups, dynamic.steps, dynamic.group_size) == (True, 5, 4)
+    # the arm changes its two learner knobs; the shared ones it does not name stay
+    assert (dynamic.learner.is_cap, dynamic.learner.learning_rate, dynamic.learner.lora_r) == (3.0, 1e-4, 8)
     assert arm_config(cfg.arms["raw-ds"]).model_dump(exclude={"name"}) == load_preset("raw").model_dump(
         exclude={"name"})
     with pytest.raises(ValueError):
