@@ -88,6 +88,14 @@ def k3_kl(logp_p: torch.Tensor, logp_q: torch.Tensor) -> torch.Tensor:
     return torch.exp(d) - d - 1
 
 
+def loss_mask(completion_mask: torch.Tensor, truncated: torch.Tensor | None, cfg: LearnerConfig) -> torch.Tensor:
+    """The tokens the loss counts: the completion's, less truncated completions' when
+    ``mask_truncated_completions`` (a cut-off answer has no honest reward)."""
+    if cfg.mask_truncated_completions and truncated is not None:
+        return completion_mask * (~truncated.bool()).to(completion_mask.dtype).unsqueeze(-1)
+    return completion_mask
+
+
 def loss_denominator(completion_mask: torch.Tensor, cfg: LearnerConfig) -> float:
     """The normaliser ``loss_type`` divides by, for this batch alone. It is additive over
     micro-batches, so a step's denominator is the sum over its micro-batches."""
@@ -219,9 +227,7 @@ def grpo_loss(
     if cfg.entropy_coef > 0 and entropies is None:
         raise LossInputError("entropy_coef > 0 needs entropies")
 
-    mask = completion_mask.to(logp_new.dtype)
-    if cfg.mask_truncated_completions and truncated is not None:
-        mask = mask * (~truncated.bool()).to(mask.dtype).unsqueeze(-1)
+    mask = loss_mask(completion_mask.to(logp_new.dtype), truncated, cfg)
     if denominator is None:
         denominator = loss_denominator(mask, cfg)
     active = mask.bool()

@@ -27,7 +27,7 @@ from transformers import get_cosine_schedule_with_warmup
 from learner import checkpoint
 from learner.batching import MicroBatch, Record, plan_step
 from learner.config import LearnerConfig
-from learner.loss import LossStats, grpo_loss, loss_denominator
+from learner.loss import LossStats, grpo_loss, loss_denominator, loss_mask
 from learner.model import (
     base_model_name,
     frozen_reference,
@@ -138,8 +138,10 @@ class Learner:
         if not micro:  # everything was stale: no update
             return self._metrics(plan, None, 0.0, batch_seconds, t0)
 
-        masks = [self._loss_mask(mb) for mb in micro]
-        denominator = sum(loss_denominator(m, cfg) for m in masks)
+        # the step-wide normaliser counts the tokens grpo_loss will count, micro-batch by micro-batch
+        denominator = sum(
+            loss_denominator(loss_mask(mb.completion_mask.float(), mb.truncated, cfg), cfg) for mb in micro
+        )
 
         # 2. old policy. With one iteration pi_old equals pi_theta before the update, so its
         # log-probs are the detached ones of the training forward (saves one pass, as TRL does).
@@ -163,7 +165,7 @@ class Learner:
                 if logp_old is None and cfg.anchor == "decoupled":
                     logp_old = logp_new.detach()
                 loss, stats = grpo_loss(
-                    logp_new, logp_old, mb.behaviour_logprobs, ref[i], mb.advantages, masks[i], cfg,
+                    logp_new, logp_old, mb.behaviour_logprobs, ref[i], mb.advantages, mb.completion_mask, cfg,
                     entropies=entropy, truncated=mb.truncated, denominator=denominator,
                 )  # fmt: skip
                 loss.backward()
@@ -179,12 +181,6 @@ class Learner:
         return self._metrics(
             plan, LossStats.merge(parts), float(grad_norm), batch_seconds, t0
         )
-
-    def _loss_mask(self, mb: MicroBatch) -> torch.Tensor:
-        mask = mb.completion_mask.float()
-        if self.cfg.mask_truncated_completions:
-            mask = mask * (~mb.truncated).float().unsqueeze(-1)
-        return mask
 
     def _metrics(
         self,

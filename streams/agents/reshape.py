@@ -58,8 +58,6 @@ STATE_TABLE = "reshape-state"
 TUMBLING_TABLE = "pattern-tumbling"
 HOPPING_TABLE = "pattern-hopping"
 
-__all__ = ["install_reshape", "new_reshaper"]  # new_reshaper lives in processor; kept here for old imports
-
 
 def log_time_ms(message) -> int:
     """Kafka timestamp of a Faust message (seconds, float) back in whole milliseconds."""

@@ -41,12 +41,6 @@ def group_stats(rewards: Sequence[float]) -> tuple[float, float]:
     return mean, math.sqrt(math.fsum((r - mean) ** 2 for r in rewards) / n)
 
 
-def group_advantages(rewards: Sequence[float], epsilon: float) -> list[float]:
-    """The plain GRPO advantage ``(R_i - mean_g) / (std_g + eps)``."""
-    mean, std = group_stats(rewards)
-    return [(r - mean) / (std + epsilon) for r in rewards]
-
-
 @dataclass(frozen=True)
 class Normalised:
     values: tuple[float, ...]

@@ -4,10 +4,8 @@ Every update returns a new value and leaves the old one untouched, and every typ
 ``to_dict``/``from_dict``: the stream keeps these in changelog-backed tables and a replay
 rebuilds them from the log, so nothing here may hide state.
 
-- ``RunningStats``: Welford's count/mean/M2, mergeable across partitions (Chan et al.).
+- ``RunningStats``: Welford's count/mean/M2.
 - ``EmaBaseline``: ``b <- beta b + (1 - beta) mean_batch``; the first batch sets ``b``.
-- Event-time windows per bug pattern: tumbling and hopping window starts, and an
-  accumulator of ``RunningStats`` per (pattern, window start).
 - ``FailureHistory``: the bounded recent outcomes of one bug pattern, which drive R_progress.
 """
 
@@ -15,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 # Hand-written rather than numpy: the state must persist between calls and merge across
@@ -44,18 +42,6 @@ class RunningStats:
             delta = x - mean
             mean += delta / count
             m2 += delta * (x - mean)
-        return RunningStats(count, mean, m2)
-
-    def merge(self, other: RunningStats) -> RunningStats:
-        """Statistics of the union of both samples (Chan, Golub and LeVeque's pairwise formula)."""
-        if other.count == 0:
-            return self
-        if self.count == 0:
-            return other
-        count = self.count + other.count
-        delta = other.mean - self.mean
-        mean = self.mean + delta * other.count / count
-        m2 = self.m2 + other.m2 + delta * delta * self.count * other.count / count
         return RunningStats(count, mean, m2)
 
     @property
@@ -99,85 +85,6 @@ class EmaBaseline:
     def from_dict(cls, data: Mapping[str, Any]) -> EmaBaseline:
         value = data.get("value")
         return cls(None if value is None else float(value))
-
-
-# ---------------------------------------------------------------- event-time windows
-
-
-def tumbling_window_start(t_ms: int, size_ms: int) -> int:
-    """Start of the one window ``[start, start + size)`` that holds ``t_ms``; windows begin at 0."""
-    if size_ms <= 0:
-        raise ValueError(f"window size must be positive, got {size_ms}")
-    return t_ms - t_ms % size_ms  # Python's % floors, so negative times land correctly too
-
-
-def hopping_window_starts(t_ms: int, size_ms: int, step_ms: int) -> list[int]:
-    """Starts, ascending, of every window ``[k step, k step + size)`` that holds ``t_ms``.
-
-    Needs ``0 < step <= size`` so that every event falls in at least one window; with
-    ``step == size`` this is the tumbling window.
-    """
-    if size_ms <= 0 or step_ms <= 0 or step_ms > size_ms:
-        raise ValueError(f"hopping windows need 0 < step <= size, got size={size_ms} step={step_ms}")
-    latest = t_ms - t_ms % step_ms
-    starts = []
-    start = latest
-    while start > t_ms - size_ms:
-        starts.append(start)
-        start -= step_ms
-    return starts[::-1]
-
-
-@dataclass(frozen=True)
-class WindowSpec:
-    """A tumbling (``step_ms`` None) or hopping window of event time."""
-
-    size_ms: int
-    step_ms: int | None = None
-
-    def starts(self, t_ms: int) -> list[int]:
-        if self.step_ms is None:
-            return [tumbling_window_start(t_ms, self.size_ms)]
-        return hopping_window_starts(t_ms, self.size_ms, self.step_ms)
-
-
-@dataclass(frozen=True)
-class PatternWindows:
-    """Running statistics per (bug pattern, window start) for one ``WindowSpec``."""
-
-    spec: WindowSpec
-    windows: Mapping[tuple[str, int], RunningStats] = field(default_factory=dict)
-
-    def update(self, pattern: str, t_ms: int, value: float) -> PatternWindows:
-        windows = dict(self.windows)
-        for start in self.spec.starts(t_ms):
-            key = (pattern, start)
-            windows[key] = windows.get(key, RunningStats()).update(value)
-        return PatternWindows(self.spec, windows)
-
-    def get(self, pattern: str, start: int) -> RunningStats:
-        return self.windows.get((pattern, start), RunningStats())
-
-    def expire(self, watermark_ms: int) -> PatternWindows:
-        """Drop the windows that closed at or before ``watermark_ms`` (event time)."""
-        kept = {key: s for key, s in self.windows.items() if key[1] + self.spec.size_ms > watermark_ms}
-        return PatternWindows(self.spec, kept)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "size_ms": self.spec.size_ms,
-            "step_ms": self.spec.step_ms,
-            # JSON has no tuple keys: a sorted list of entries, stable for replay comparisons
-            "windows": [
-                {"pattern": p, "start": s, **stats.to_dict()} for (p, s), stats in sorted(self.windows.items())
-            ],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PatternWindows:
-        spec = WindowSpec(int(data["size_ms"]), None if data["step_ms"] is None else int(data["step_ms"]))
-        windows = {(w["pattern"], int(w["start"])): RunningStats.from_dict(w) for w in data["windows"]}
-        return cls(spec, windows)
 
 
 # ---------------------------------------------------------------- failure history

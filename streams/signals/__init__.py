@@ -16,7 +16,6 @@ from streams.signals.hacks import (
     detect_hardcoded,
 )
 from streams.signals.style import STYLE_CLASSES, StyleReport, check_style
-from streams.signals.test_reward import RepeatStats, aggregate_repeats, pass_fraction
 from streams.signals.tree_distance import TreeDistance, tree_edit_distance
 from streams.signals.visible_tests import VisibleCall, parse_visible_tests
 
@@ -26,20 +25,17 @@ __all__ = [
     "NO_CHANGE",
     "STYLE_CLASSES",
     "HackReport",
-    "RepeatStats",
     "SignalConfig",
     "SignalInputError",
     "StyleReport",
     "TreeDistance",
     "VisibleCall",
-    "aggregate_repeats",
     "check_style",
     "classify_fix",
     "cyclomatic_complexity",
     "detect_hacks",
     "detect_hardcoded",
     "parse_visible_tests",
-    "pass_fraction",
     "random_inputs",
     "rename_entry_point",
     "tree_edit_distance",

@@ -35,13 +35,30 @@ def test_band_holds_exactly_the_tasks_strictly_between_the_bounds():
 
 
 def test_picks_come_from_the_band_or_measure_new_tasks():
-    cfg = FrontierConfig(enabled=True, share=0.75)
+    cfg = FrontierConfig(enabled=True, share=0.75, min_band=2)
     rng = random.Random(0)
     picks = [pick_frontier(tasks(8), rates_of(KNOWN), cfg, rng, fallback=lambda: pytest.fail("no fallback"))
              ["task_id"] for _ in range(400)]
     assert set(picks) <= {"t1", "t3", "t4", "t5", "t6", "t7"}  # never an all-fail or all-pass task
     band_share = sum(p in ("t1", "t3") for p in picks) / len(picks)
     assert 0.68 < band_share < 0.82
+
+
+def test_a_band_smaller_than_min_band_gets_a_proportional_share():
+    cfg = FrontierConfig(enabled=True, share=0.8, min_band=8)  # band of 2: share 0.8 * 2 / 8 = 0.2
+    rng = random.Random(0)
+    picks = [pick_frontier(tasks(8), rates_of(KNOWN), cfg, rng, fallback=lambda: pytest.fail("no fallback"))
+             ["task_id"] for _ in range(1000)]
+    band_share = sum(p in ("t1", "t3") for p in picks) / len(picks)
+    assert 0.16 < band_share < 0.24
+
+
+def test_with_nothing_left_to_measure_a_small_band_takes_every_pick():
+    measured = {"t0": [False] * 4, "t1": [True, False, False, False]}
+    cfg = FrontierConfig(enabled=True, min_band=8)
+    picks = {pick_frontier(tasks(2), rates_of(measured), cfg, random.Random(i), fallback=lambda: pytest.fail("no"))
+             ["task_id"] for i in range(50)}
+    assert picks == {"t1"}
 
 
 def test_with_everything_measured_and_an_empty_band_the_curriculum_picks():

@@ -6,7 +6,6 @@ from streams.reshaping.advantages import (
     amplify,
     clip,
     focus,
-    group_advantages,
     group_stats,
     normalise,
     transform,
@@ -19,9 +18,11 @@ SQRT_0125 = math.sqrt(0.125)  # population std of [0, 0.5, 1, 0.5]
 NO_WARMUP = dict(warmup_min_std=0.0, warmup_min_count=0, epsilon=EPS)
 
 
-def test_group_advantages_by_hand():
+def test_group_normalisation_by_hand():
     assert group_stats([0.0, 0.5, 1.0, 0.5]) == (0.5, SQRT_0125)
-    a = group_advantages([0.0, 0.5, 1.0, 0.5], EPS)
+    cfg = NormalisationConfig(mode="group", **NO_WARMUP)
+    rewards = [0.0, 0.5, 1.0, 0.5]
+    a = list(normalise(rewards, RunningStats().update_many(rewards), baseline=0.0, cfg=cfg).values)
     expected = [-0.5 / (SQRT_0125 + EPS), 0.0, 0.5 / (SQRT_0125 + EPS), 0.0]
     assert a == pytest.approx(expected, rel=1e-15)
     assert a[2] == pytest.approx(math.sqrt(2), rel=1e-5)

@@ -6,11 +6,7 @@ import pytest
 from streams.reshaping.stats import (
     EmaBaseline,
     FailureHistory,
-    PatternWindows,
     RunningStats,
-    WindowSpec,
-    hopping_window_starts,
-    tumbling_window_start,
 )
 
 SEQUENCE = [0.5, 1.0, 0.0, 0.25, 0.75, 0.75, -0.3, 2.0]
@@ -39,19 +35,6 @@ def test_update_leaves_the_old_value_untouched():
     assert s == RunningStats(1, 1.0, 0.0)
 
 
-def test_merge_equals_one_pass_over_the_union():
-    left = RunningStats().update_many(SEQUENCE[:3])
-    right = RunningStats().update_many(SEQUENCE[3:])
-    merged = left.merge(right)
-    whole = RunningStats().update_many(SEQUENCE)
-    assert merged.count == whole.count
-    assert merged.mean == pytest.approx(whole.mean, abs=1e-15)
-    assert merged.m2 == pytest.approx(whole.m2, rel=1e-13)
-    assert left.merge(RunningStats()) == left and RunningStats().merge(right) == right
-    # hand example: {1, 3} with {5}: mean 3, m2 = 2 + 0 + (5-2)^2 * 2 * 1 / 3 = 8
-    assert RunningStats().update_many([1, 3]).merge(RunningStats().update(5)) == RunningStats(3, 3.0, 8.0)
-
-
 def test_running_stats_round_trip_through_json():
     s = RunningStats().update_many(SEQUENCE)
     assert RunningStats.from_dict(json.loads(json.dumps(s.to_dict()))) == s
@@ -68,56 +51,6 @@ def test_ema_first_batch_initialises_then_decays():
     assert b.value == pytest.approx(0.414)
     assert EmaBaseline.from_dict(b.to_dict()) == b
     assert EmaBaseline.from_dict(EmaBaseline().to_dict()) == EmaBaseline()
-
-
-@pytest.mark.parametrize(("t", "start"), [(0, 0), (999, 0), (1000, 1000), (2500, 2000), (-1, -1000)])
-def test_tumbling_window_start(t, start):
-    assert tumbling_window_start(t, 1000) == start
-
-
-@pytest.mark.parametrize(
-    ("t", "starts"),
-    [
-        (1100, [250, 500, 750, 1000]),
-        (1000, [250, 500, 750, 1000]),
-        (999, [0, 250, 500, 750]),
-        (0, [-750, -500, -250, 0]),
-    ],
-)
-def test_hopping_window_starts(t, starts):
-    assert hopping_window_starts(t, 1000, 250) == starts
-    for s in starts:
-        assert s <= t < s + 1000
-
-
-def test_hopping_with_step_equal_size_is_tumbling_and_bad_specs_refused():
-    for t in (0, 1, 999, 1000, 12345):
-        assert hopping_window_starts(t, 1000, 1000) == [tumbling_window_start(t, 1000)]
-    with pytest.raises(ValueError):
-        hopping_window_starts(10, 1000, 2000)
-    with pytest.raises(ValueError):
-        tumbling_window_start(10, 0)
-
-
-def test_pattern_windows_tumbling_accumulators():
-    w = PatternWindows(WindowSpec(1000))
-    for pattern, t, value in [("a", 100, 1.0), ("a", 900, 0.0), ("a", 1100, 0.5), ("b", 200, 0.25)]:
-        w = w.update(pattern, t, value)
-    assert w.get("a", 0) == RunningStats(2, 0.5, 0.5)
-    assert w.get("a", 1000) == RunningStats(1, 0.5, 0.0)
-    assert w.get("b", 0).mean == 0.25 and w.get("b", 1000).count == 0
-    expired = w.expire(watermark_ms=1000)  # window [0, 1000) closed
-    assert set(expired.windows) == {("a", 1000)}
-    assert PatternWindows.from_dict(json.loads(json.dumps(w.to_dict()))) == w
-
-
-def test_pattern_windows_hopping_counts_an_event_in_each_window():
-    w = PatternWindows(WindowSpec(1000, 500)).update("a", 1200, 1.0).update("a", 1700, 0.0)
-    # 1200 is in [500, 1500) and [1000, 2000); 1700 in [1000, 2000) and [1500, 2500)
-    assert w.get("a", 500) == RunningStats(1, 1.0, 0.0)
-    assert w.get("a", 1000) == RunningStats(2, 0.5, 0.5)
-    assert w.get("a", 1500) == RunningStats(1, 0.0, 0.0)
-    assert PatternWindows.from_dict(w.to_dict()) == w
 
 
 def test_failure_history_event_window():
