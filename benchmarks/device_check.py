@@ -47,7 +47,7 @@ from schemas.codec import new_event_fields  # noqa: E402
 from producers.generator.backends.base import SamplingParams  # noqa: E402
 from producers.generator.backends.hf import TransformersBackend  # noqa: E402
 from producers.generator.model_store import build_tiny_model  # noqa: E402
-from producers.generator.prompt import render_prompt  # noqa: E402
+from schemas.prompt import render_prompt  # noqa: E402
 from producers.generator.service import rollout_records  # noqa: E402
 from streams.feedback.evaluate import EvaluatorConfig, aevaluate_rollout  # noqa: E402
 from streams.reshaping.config import load_preset  # noqa: E402

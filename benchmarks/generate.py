@@ -19,7 +19,7 @@ import torch
 from producers.generator.backends import SamplingParams
 from producers.generator.backends.hf import TransformersBackend, left_pad
 from producers.generator.model_store import cached_smollm2
-from producers.generator.prompt import render_prompt
+from schemas.prompt import render_prompt
 
 MBPP = Path("/work/shared/data/mbpp/mbpp.jsonl")
 

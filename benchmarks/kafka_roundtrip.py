@@ -15,10 +15,10 @@ import uuid
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
-from infra.broker import KafkaBroker
-from infra.kafka_io import EventProducer, consumer_config, producer_config
-from infra.settings import bootstrap_servers
-from infra.topics import KEEP_FOREVER, TopicSpec, ensure_topics
+from infra.platform.broker import KafkaBroker
+from infra.platform.kafka_io import EventProducer, consumer_config, producer_config
+from infra.platform.settings import bootstrap_servers
+from infra.platform.topics import KEEP_FOREVER, TopicSpec, ensure_topics
 from schemas.codec import CODEC, new_event_fields
 
 

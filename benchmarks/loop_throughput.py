@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a pl
 
 from producers.generator.backends import SamplingParams
 from producers.generator.model_store import cached_smollm2, smollm2_gguf_path
-from producers.generator.prompt import render_prompt, render_prompt_text
+from schemas.prompt import render_prompt, render_prompt_text
 
 
 def corpus_functions(n: int, seed: int) -> list[str]:
@@ -155,8 +155,8 @@ def learner_mismatch(report_dir: Path) -> dict:
 
 
 def whole_loop(args, backend: str, compute_type: str) -> dict:
-    from infra.orchestrator import Orchestrator
-    from infra.run_config import RunConfig
+    from infra.compose.orchestrator import Orchestrator
+    from infra.compose.run_config import RunConfig
 
     with tempfile.TemporaryDirectory() as runs:
         cfg = RunConfig(name=f"bench-{backend}", runs_dir=Path(runs), steps=args.steps, seed=args.seed,

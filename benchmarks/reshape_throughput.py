@@ -21,10 +21,10 @@ sys.path.insert(0, str(REPO))
 
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
-from infra.kafka_io import EventProducer  # noqa: E402
-from infra.settings import bootstrap_servers  # noqa: E402
-from infra.topics import KEEP_FOREVER, TopicSpec, ensure_topics  # noqa: E402
-from streams.app import advantages_topic_name, ensure_app_topics  # noqa: E402
+from infra.platform.kafka_io import EventProducer  # noqa: E402
+from infra.platform.settings import bootstrap_servers  # noqa: E402
+from infra.platform.topics import KEEP_FOREVER, TopicSpec, ensure_topics  # noqa: E402
+from streams.app import ensure_app_topics  # noqa: E402
 from streams.replay import ReplayOptions, run_replay  # noqa: E402
 from streams.reshaping.config import PRESETS_DIR, load_preset  # noqa: E402
 from tests.streams.helpers import WorkerProcess, end_offsets, feedback, isolated_settings, unique  # noqa: E402
@@ -96,8 +96,8 @@ def main() -> None:
     if not args.skip_agents:
         agents(bootstrap, admin, cfg, tmp, args.agent_events)
     replay_settings = isolated_settings()
-    create(admin, replay_settings.feedback_topic, replay_settings.partitions)
-    fill(bootstrap, replay_settings.feedback_topic, args.replay_events)
+    create(admin, replay_settings.topics.feedback, replay_settings.partitions)
+    fill(bootstrap, replay_settings.topics.feedback, args.replay_events)
     report = run_replay(cfg, ReplayOptions(bootstrap=bootstrap, settings=replay_settings,
                                            processes=args.replay_processes))
     print(f"replay: {report.feedback:,} feedback events in {report.seconds:.1f}s = {report.rate:,.0f} events/s "
@@ -111,9 +111,9 @@ def agents(bootstrap: str, admin, cfg, tmp: Path, events: int) -> None:
     ensure_app_topics(admin, app_id, cfg, settings)
     sink = unique("bench-passthrough")
     create(admin, sink, settings.partitions)
-    fill(bootstrap, settings.feedback_topic, events)
+    fill(bootstrap, settings.topics.feedback, events)
 
-    base = subprocess.Popen([sys.executable, __file__, "passthrough", bootstrap, settings.feedback_topic, sink,
+    base = subprocess.Popen([sys.executable, __file__, "passthrough", bootstrap, settings.topics.feedback, sink,
                              unique("bench-pt"), str(tmp / "pt")], cwd=REPO)
     try:
         pt_rate = rate_on(bootstrap, sink, settings.partitions, events)
@@ -122,7 +122,7 @@ def agents(bootstrap: str, admin, cfg, tmp: Path, events: int) -> None:
         base.wait(30)
     worker = WorkerProcess(tmp, app_id, PRESETS_DIR / "full.yaml", settings, bootstrap).start()
     try:
-        rs_rate = rate_on(bootstrap, advantages_topic_name(cfg, settings), settings.partitions, events)
+        rs_rate = rate_on(bootstrap, settings.topics.advantages(cfg.config_id), settings.partitions, events)
     finally:
         worker.stop()
     print(f"pass-through agent: {pt_rate:,.0f} events/s")

@@ -120,12 +120,12 @@ def bench_sink(n: int, batch_rows: int) -> None:
     from confluent_kafka.admin import AdminClient
 
     from consumers.sink import Sink, SinkConfig
-    from infra.kafka_io import EventProducer, consumer_config
-    from infra.settings import bootstrap_servers
-    from infra.topics import ensure_topics, event_topics
+    from infra.platform.kafka_io import EventProducer, consumer_config
+    from infra.platform.settings import bootstrap_servers
+    from infra.platform.topics import Topics, ensure_topics
 
     bootstrap = bootstrap_servers()
-    ensure_topics(AdminClient({"bootstrap.servers": bootstrap}), event_topics())
+    ensure_topics(AdminClient({"bootstrap.servers": bootstrap}), Topics().event_specs())
     tag = f"sinkbench-{uuid.uuid4().hex[:8]}"
     group = f"bench-{tag}"
     # start the fresh group at today's end of the topic: the sink reads only this run's events
@@ -141,12 +141,12 @@ def bench_sink(n: int, batch_rows: int) -> None:
     start = time.perf_counter()
     with EventProducer(bootstrap) as producer:
         for record in records:
-            producer.send("feedback", record["group_id"], "Feedback", record)
+            producer.send(Topics().feedback, record["group_id"], "Feedback", record)
     print(f"produced {n} feedback events in {time.perf_counter() - start:.1f}s")
 
     count_sql = "SELECT count() FROM feedback FINAL WHERE evaluator_version = {tag:String}"
     with tempfile.TemporaryDirectory() as path, TimedStore(path) as store:
-        sink = Sink(SinkConfig(topics=["feedback"], group_id=group, batch_rows=batch_rows), bootstrap, store=store)
+        sink = Sink(SinkConfig(only=[Topics().feedback], group_id=group, batch_rows=batch_rows), bootstrap, store=store)
         first = None
         deadline = time.monotonic() + 600
         stored = 0

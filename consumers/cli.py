@@ -8,17 +8,20 @@ from typing import Optional
 import typer
 
 from consumers.sink import Sink, SinkConfig
+from infra.platform.topics import Topics
 
 
 def sink(store: Optional[str] = typer.Option(None, help="chDB path or ClickHouse server URL (default: embedded chDB)"),
          group_id: str = typer.Option("reshaper-sink", help="consumer group"),
          batch_rows: int = typer.Option(5000, help="rows per batch"),
          batch_seconds: float = typer.Option(2.0, help="longest a row waits in the buffer"),
+         topic_prefix: str = typer.Option("", help="the topic namespace to store (Topics.prefix)"),
          idle_exit: Optional[float] = typer.Option(None, help="exit after this many idle seconds (default: run until Ctrl-C)")) -> None:
     """Store every event (tasks, rollouts, feedback, advantages.*, policy, metrics, dead letters)."""
     stopping = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stopping.update(now=True))
-    s = Sink(SinkConfig(store=store, group_id=group_id, batch_rows=batch_rows, batch_seconds=batch_seconds))
+    s = Sink(SinkConfig(store=store, group_id=group_id, batch_rows=batch_rows, batch_seconds=batch_seconds,
+                        topics=Topics(prefix=topic_prefix)))
     try:
         stats = s.run(lambda: stopping["now"], idle_exit_s=idle_exit)
     except KeyboardInterrupt:

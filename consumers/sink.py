@@ -29,17 +29,16 @@ from pydantic import BaseModel, Field
 
 from consumers.store import QueryError, open_store, table_for_topic
 from consumers.store.container import ContainerFormat
-from infra.kafka_io import EventConsumer, FramedEvent
+from infra.platform.kafka_io import EventConsumer, FramedEvent
+from infra.platform.topics import Topics
 from schemas.codec import CODEC, DecodeError
 
 log = logging.getLogger(__name__)
 
-ALL_TOPICS = ["tasks", "rollouts", "feedback", "policy", "metrics", "deadletter", r"^advantages\..*"]
-
-
 class SinkConfig(BaseModel):
-    topics: list[str] = Field(default_factory=lambda: list(ALL_TOPICS),
-                              description="topics to store; a name starting with ^ is a regex")
+    topics: Topics = Field(default_factory=Topics, description="the topic namespace it stores")
+    only: list[str] | None = Field(None, description="store just these topics of the namespace; "
+                                   "default: every one, new advantage streams included")
     group_id: str = Field("reshaper-sink", description="consumer group; its commits mark what is stored")
     batch_rows: int = Field(5_000, gt=0, description="flush when this many rows are buffered")
     batch_seconds: float = Field(2.0, gt=0, description="or when the oldest buffered row is this old")
@@ -67,7 +66,8 @@ class Sink:
         self.store = store or open_store(self.cfg.store)
         self.store.init_schema()
         # a short metadata refresh so new advantages.<config_id> topics are picked up soon
-        self.consumer = EventConsumer(self.cfg.topics, self.cfg.group_id, bootstrap,
+        self.consumer = EventConsumer(self.cfg.only or self.cfg.topics.subscription, self.cfg.group_id, bootstrap,
+                                      dead_letter_topic=self.cfg.topics.deadletter,
                                       **{"topic.metadata.refresh.interval.ms": 3000})
         self.stats = SinkStats()
         self._buffer: list[FramedEvent] = []
@@ -83,7 +83,7 @@ class Sink:
         files: dict[tuple[str, str, bytes], list[FramedEvent]] = defaultdict(list)
         older: dict[str, list[FramedEvent]] = defaultdict(list)
         for event in self.unstored(self._buffer):
-            table = table_for_topic(event.topic)
+            table = table_for_topic(event.topic, self.cfg.topics)
             if event.current:
                 files[(table, event.topic, event.fingerprint)].append(event)
             else:
@@ -133,7 +133,7 @@ class Sink:
     def unstored(self, events: list[FramedEvent]) -> list[FramedEvent]:
         """The events past the highest offset the store holds for their partition."""
         for topic in {e.topic for e in events} - self._positions_read:
-            table = table_for_topic(topic)
+            table = table_for_topic(topic, self.cfg.topics)
             found = self.store.query(f"SELECT _partition, max(_offset) FROM {table} WHERE _topic = {{t:String}} "
                                      "GROUP BY _partition", {"t": topic}).rows
             for partition, offset in found:

@@ -4,4 +4,4 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$REPO"
-"$PY" -m infra.cli run "$@"
+"$PY" -m infra.compose.cli run "$@"

@@ -19,7 +19,7 @@ fi
 # Python packages: pip runs only when pyproject.toml (or the interpreter) changed since the
 # last install; pip itself skips every requirement already satisfied.
 want="$(cat "$REPO/pyproject.toml" | sha256sum | cut -c1-16)-$("$PY" -c 'import sys; print(sys.prefix)' | sha256sum | cut -c1-8)"
-if [ "$(cat "$STAMP_DIR/install.stamp" 2>/dev/null)" != "$want" ] || ! "$PY" -c "import infra.cli" 2>/dev/null; then
+if [ "$(cat "$STAMP_DIR/install.stamp" 2>/dev/null)" != "$want" ] || ! "$PY" -c "import infra.compose.cli" 2>/dev/null; then
   echo "[setup] installing Python packages (torch is large: the first time takes several minutes)"
   "$PY" -m pip install -q --disable-pip-version-check -e "$REPO[dev]"
   echo "$want" > "$STAMP_DIR/install.stamp"

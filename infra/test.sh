@@ -5,8 +5,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$REPO"
 export RESHAPER_KAFKA_PORT="${RESHAPER_TEST_KAFKA_PORT:-39092}"
-"$PY" -m infra.cli infra reset >/dev/null 2>&1 || true   # tests start from an empty broker
-"$PY" -m infra.cli infra up
+"$PY" -m infra.compose.cli infra reset >/dev/null 2>&1 || true   # tests start from an empty broker
+"$PY" -m infra.compose.cli infra up
 export RESHAPER_BOOTSTRAP="127.0.0.1:$RESHAPER_KAFKA_PORT"
-trap '"$PY" -m infra.cli infra down >/dev/null 2>&1 || true' EXIT
+trap '"$PY" -m infra.compose.cli infra down >/dev/null 2>&1 || true' EXIT
 "$PY" -m pytest -p no:cacheprovider -q -ra "$@"

@@ -25,8 +25,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
-from infra.kafka_io import DEAD_LETTER_TOPIC, EventProducer, consumer_config, dead_letter_record
-from infra.topics import advantages_topic
+from infra.platform.kafka_io import EventProducer, consumer_config, dead_letter_record
+from infra.platform.topics import Topics
 from learner.batching import GroupAccumulator
 from learner.config import DROPPED_METRIC, DROPPED_SOURCE, LearnerConfig
 from learner.trainer import Learner, StepMetrics
@@ -57,6 +57,7 @@ class LearnRunConfig(BaseModel):
         None, description="stop when no advantage arrived for this long"
     )
     learner_id: str = Field("learner", description="names this learner in its metrics (labels.learner_id)")
+    topics: Topics = Field(default_factory=Topics, description="the topic namespace it reads and writes")
     threads: int = Field(0, ge=0, description="torch CPU threads of the learner; 0 keeps torch's default")
     learner: LearnerConfig = Field(default_factory=LearnerConfig)
 
@@ -80,11 +81,12 @@ class LearnerService:
         learner: Learner | None = None,
     ):
         self.run_cfg = run
-        self.topic = advantages_topic(run.config_id).name
+        self.topics = run.topics
+        self.topic = run.topics.advantages(run.config_id)
         self.learner = learner or Learner(run.learner, run.model_dir)
         self.producer = EventProducer(bootstrap)
         self.consumer = Consumer(
-            consumer_config(f"reshaper-learner-{run.config_id}", bootstrap)
+            consumer_config(f"reshaper-learner-{run.topics.prefix}{run.config_id}", bootstrap)
         )
         self.accumulator = GroupAccumulator(run.learner.groups_per_step, run.learner.drop_uniform_groups)
         self.positions: dict[int, int] = {}  # partition -> next offset to read
@@ -149,13 +151,13 @@ class LearnerService:
 
     def _dead_letter(self, msg, exc: Exception) -> None:
         self.dead_lettered += 1
-        self.producer.send(DEAD_LETTER_TOPIC, msg.topic(), "DeadLetter", dead_letter_record(
+        self.producer.send(self.topics.deadletter, msg.topic(), "DeadLetter", dead_letter_record(
             msg.topic(), msg.partition(), msg.offset(), "learner", msg.key(), msg.value(), exc))
 
     def _announce_dropped(self) -> None:
         """Tell the generator at once that a group was dropped, so its pacing bound grows by
         one and it samples a replacement (waiting for the next version could stall both)."""
-        self.producer.send("metrics", DROPPED_SOURCE, "Metric", {
+        self.producer.send(self.topics.metrics, DROPPED_SOURCE, "Metric", {
             "source": DROPPED_SOURCE, "step": self.learner.step_count, "config_id": self.run_cfg.config_id,
             "values": {DROPPED_METRIC: float(self.accumulator.dropped_groups)},
             "labels": {"learner_id": self.run_cfg.learner_id}})
@@ -168,7 +170,7 @@ class LearnerService:
         policy = self.learner.publish() if self.learner.due_for_publish() else None
         if policy is not None:
             self.producer.send(
-                "policy",
+                self.topics.policy,
                 str(policy["version"]),
                 "PolicyVersion",
                 {**policy, "config_id": self.run_cfg.config_id},
@@ -193,7 +195,7 @@ class LearnerService:
         values["dead_lettered"] = float(self.dead_lettered)
         values["groups_dropped_uniform"] = float(self.accumulator.dropped_groups)
         self.producer.send(
-            "metrics",
+            self.topics.metrics,
             "learner",
             "Metric",
             {

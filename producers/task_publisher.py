@@ -8,9 +8,8 @@ from typing import Iterable
 
 from tqdm import tqdm
 
-from infra.kafka_io import EventProducer
-
-TASKS_TOPIC = "tasks"
+from infra.platform.kafka_io import EventProducer
+from infra.platform.topics import Topics
 
 
 def read_tasks(path: Path) -> list[dict]:
@@ -18,11 +17,11 @@ def read_tasks(path: Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def publish_tasks(tasks: Iterable[dict], bootstrap: str | None = None, topic: str = TASKS_TOPIC,
+def publish_tasks(tasks: Iterable[dict], bootstrap: str | None = None, topics: Topics = Topics(),
                   progress: bool = True) -> int:
     """Send every task; returns how many the broker acknowledged. Raises on any failure."""
     tasks = list(tasks)
     with EventProducer(bootstrap) as producer:
         for task in tqdm(tasks, desc="publishing tasks", unit="task", disable=not progress):
-            producer.send(topic, task["task_id"], "Task", task)
+            producer.send(topics.tasks, task["task_id"], "Task", task)
     return producer.delivered

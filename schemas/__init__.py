@@ -1,4 +1,8 @@
-"""Event contracts: one Avro schema per topic payload, and the codec that frames them."""
+"""Event contracts: one Avro schema per topic payload, the codec that frames them, and the prompt
+contract (what a completion must look like and how code is read back from it).
+
+May import: no project package.
+"""
 
 from schemas.codec import (
     CODEC,

@@ -26,7 +26,7 @@ SCHEMA_DIR = Path(__file__).resolve().parent
 MAGIC = b"\xc3\x01"
 HEADER_LEN = len(MAGIC) + 8
 
-# payload name -> schema file; the topic table in streams/topics lives in infra.topics
+# payload name -> schema file; topic names and their payloads live in infra.platform.topics (Topics)
 SCHEMA_FILES = {
     "Task": "task.avsc",
     "Rollout": "rollout.avsc",

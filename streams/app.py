@@ -19,96 +19,25 @@ Choices, briefly:
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Awaitable, Callable, Literal
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field, model_validator
-
-from infra.topics import COMPACT, KEEP_FOREVER, TopicSpec, advantages_topic, ensure_topics
+from infra.platform.topics import COMPACT, TopicSpec, ensure_topics
+from streams.agents.feedback import TASKS_TABLE, install_feedback
+from streams.agents.reshape import HOPPING_TABLE, STATE_TABLE, TUMBLING_TABLE, install_reshape
 from streams.reshaping.config import ReshapingConfig
+from streams.settings import Evaluate, StreamSettings, ticks_topic_name
 
 if TYPE_CHECKING:  # Faust is imported only where an app is built: the replay never needs it
     import faust
 
-Evaluate = Callable[[dict, dict, object], Awaitable[dict]]
-
-
-class StreamSettings(BaseModel):
-    """Knobs of the stream processors; the defaults suit one worker on one machine."""
-
-    tasks_topic: str = Field("tasks", description="topic of Task events (key task_id).")
-    rollouts_topic: str = Field("rollouts", description="topic of Rollout events (key group_id).")
-    feedback_topic: str = Field("feedback", description="topic of Feedback events (key group_id).")
-    metrics_topic: str = Field("metrics", description="topic the reshape agent publishes window metrics to.")
-    deadletter_topic: str = Field("deadletter", description="topic of records an agent could not decode or use.")
-    advantages_prefix: str = Field(
-        "advantages.", description="advantage topics are <prefix><config_id>; tests give each run its own prefix."
-    )
-    partitions: int = Field(4, ge=1, description="partitions of group-keyed topics, tables and changelogs.")
-    agents: tuple[Literal["feedback", "reshape"], ...] = Field(
-        ("feedback", "reshape"), description="which agents this app runs."
-    )
-    processing_guarantee: Literal["exactly_once", "at_least_once"] = Field(
-        "at_least_once", description="plain commits, outputs deduplicated by deterministic ids (the default: "
-        "faust-streaming's exactly_once duplicated outputs in our crash test) or Kafka transactions."
-    )
-    store: Literal["rocksdb", "memory"] = Field(
-        "memory", description="local table store. memory (the default): the changelog is the only copy, so "
-        "a restarted worker recovers exactly the newest delivered state; rocksdb keeps a local copy too "
-        "(faster restarts of large tables).")
-    commit_interval_s: float = Field(0.5, gt=0, description="how often offsets (and transactions) commit.")
-    group_timeout_ms: int = Field(30_000, ge=1, description="log time a group waits for its missing members.")
-    late_grace_ms: int = Field(
-        2_000, ge=0, description="the timer releases groups only this far behind the wall clock, "
-        "so records already produced but not yet consumed can still join their group."
-    )
-    batch_max_events: int = Field(500, ge=1, description="events the reshape agent takes per batch "
-                                  "(one state write per partition and batch).")
-    batch_within_s: float = Field(0.05, gt=0, description="how long a batch waits to fill before it is processed.")
-    session_timeout_s: float = Field(10.0, gt=0, description="consumer session timeout: how soon the group "
-                                     "gives a dead worker's partitions to another (or its own restart).")
-    tick_interval_s: float = Field(1.0, gt=0, description="period of the group-timeout timer.")
-    recent_groups: int = Field(4096, ge=1, description="emitted group ids remembered to drop stragglers.")
-    metrics_window_ms: int = Field(60_000, ge=1, description="tumbling event-time window of the published metrics.")
-    pattern_window_s: float = Field(300.0, gt=0, description="size of the per-pattern tumbling and hopping windows.")
-    pattern_hop_s: float = Field(60.0, gt=0, description="step of the per-pattern hopping window "
-                                 "(pattern_window_s is a whole number of steps).")
-    pattern_expires_s: float = Field(3600.0, gt=0, description="how long per-pattern windows are kept.")
-    eval_concurrency: int = Field(8, ge=1, description="rollouts evaluated at once (agent concurrency).")
-    task_wait_s: float = Field(30.0, ge=0, description="how long a rollout waits for its task to arrive.")
-    evaluator: str = Field(
-        "streams.feedback.evaluate:aevaluate_rollout", description="import path of the async rollout evaluator."
-    )
-    pool_factory: str = Field(
-        "streams.agents.feedback:default_pool",
-        description="import path of a callable (workers) -> started sandbox pool.",
-    )
-    sandbox_workers: int | None = Field(None, ge=1, description="warm sandbox workers; None: the sandbox's default.")
-
-    @model_validator(mode="after")
-    def _window_is_whole_hops(self) -> "StreamSettings":
-        steps = self.pattern_window_s / self.pattern_hop_s
-        if abs(steps - round(steps)) > 1e-9:
-            raise ValueError("pattern_window_s must be a whole multiple of pattern_hop_s")
-        return self
-
-
-def advantages_topic_name(cfg: ReshapingConfig, settings: StreamSettings) -> str:
-    return settings.advantages_prefix + cfg.config_id
-
-
-def ticks_topic_name(app_id: str) -> str:
-    return f"{app_id}-ticks"
-
 
 def app_topic_specs(app_id: str, cfg: ReshapingConfig, settings: StreamSettings) -> list[TopicSpec]:
     """Every topic the app reads or writes, the internal tick topic included."""
-    n = settings.partitions
-    specs = [TopicSpec(name, n, 1, KEEP_FOREVER) for name in
-             (settings.tasks_topic, settings.rollouts_topic, settings.feedback_topic)]
-    specs += [TopicSpec(name, 1, 1, KEEP_FOREVER) for name in (settings.metrics_topic, settings.deadletter_topic)]
-    specs.append(replace(advantages_topic(cfg.config_id, n), name=advantages_topic_name(cfg, settings)))
+    n, topics = settings.partitions, settings.topics
+    read_or_written = {topics.tasks, topics.rollouts, topics.feedback, topics.metrics, topics.deadletter}
+    specs = [spec for spec in topics.event_specs(n) if spec.name in read_or_written]
+    specs.append(topics.advantages_spec(cfg.config_id, n))
     # ticks carry no data; an hour of them is plenty
     specs.append(TopicSpec(ticks_topic_name(app_id), n, 1, {"cleanup.policy": "delete", "retention.ms": "3600000"}))
     return specs + changelog_specs(app_id, settings)
@@ -120,9 +49,6 @@ def changelog_specs(app_id: str, settings: StreamSettings) -> list[TopicSpec]:
     the metadata shows it, and its agent crashes (PartitionsMismatch: 0 partitions). Names
     and settings are Faust's own: <app id>-<table>-changelog, compacted, windowed tables
     kept for their expiry."""
-    from streams.agents.feedback import TASKS_TABLE
-    from streams.agents.reshape import HOPPING_TABLE, STATE_TABLE, TUMBLING_TABLE
-
     windowed = {**COMPACT, "retention.ms": str(int(settings.pattern_expires_s * 1000))}
     tables = [(TASKS_TABLE, COMPACT), (STATE_TABLE, COMPACT), (TUMBLING_TABLE, windowed), (HOPPING_TABLE, windowed)]
     return [TopicSpec(f"{app_id}-{name}-changelog", settings.partitions, 1, config) for name, config in tables]
@@ -142,9 +68,6 @@ def create_app(app_id: str, cfg: ReshapingConfig, bootstrap: str, data_dir: str 
     settings (tests hand in their own).
     """
     import faust
-
-    from streams.agents.feedback import install_feedback
-    from streams.agents.reshape import install_reshape
 
     settings = settings or StreamSettings()
     app = faust.App(

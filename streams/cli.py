@@ -10,13 +10,13 @@ from typing import Optional
 
 import typer
 
-from infra.settings import bootstrap_servers, home_dir
+from infra.platform.settings import bootstrap_servers, home_dir
 
 worker_app = typer.Typer(help="Faust stream processors: feedback and reshape agents, replays.")
 
 
 def _settings(path: Optional[Path]):
-    from streams.app import StreamSettings
+    from streams.settings import StreamSettings
 
     return StreamSettings.model_validate_json(path.read_text()) if path else StreamSettings()
 

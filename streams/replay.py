@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing import get_context
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
@@ -25,13 +25,13 @@ from confluent_kafka.admin import AdminClient
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
-from infra.kafka_io import EventProducer
-from infra.topics import KEEP_FOREVER, TopicSpec, advantages_topic, ensure_topics
+from infra.platform.kafka_io import EventProducer
+from infra.platform.topics import Topics, ensure_topics
 from schemas.codec import CODEC, DecodeError
-from streams.agents.deadletters import dead_letter_value
+from streams.agents.emit import encoded_output, undecodable
 from streams.agents.processor import Output, new_reshaper
-from streams.app import StreamSettings, advantages_topic_name
 from streams.reshaping.config import ReshapingConfig
+from streams.settings import StreamSettings
 
 
 class ReplayOptions(BaseModel):
@@ -39,6 +39,8 @@ class ReplayOptions(BaseModel):
 
     bootstrap: str = Field(..., description="Kafka bootstrap servers.")
     settings: StreamSettings = Field(default_factory=StreamSettings, description="topics and group timeouts.")
+    into: Topics | None = Field(None, description="the namespace the advantages, metrics and dead letters go "
+                                "to; None: the one the feedback is read from.")
     start_ms: int | None = Field(None, description="replay from this log time (ms); None: from the start.")
     follow: bool = Field(False, description="keep reading after catching up instead of stopping.")
     progress: bool = Field(False, description="show a tqdm bar of replayed partitions.")
@@ -80,10 +82,10 @@ def _start_positions(consumer: Consumer, topic: str, partitions: list[int],
     return consumer.offsets_for_times([TopicPartition(topic, p, start_ms) for p in partitions], timeout=10)
 
 
-def replay_partitions(cfg: ReshapingConfig, options: ReplayOptions, topic: str, partitions: list[int]) -> _Counts:
-    """Replay ``partitions`` of the feedback topic into ``topic`` (one process's share)."""
-    settings = options.settings
-    source = settings.feedback_topic
+def replay_partitions(cfg: ReshapingConfig, options: ReplayOptions, partitions: list[int]) -> _Counts:
+    """Replay ``partitions`` of the feedback topic into ``advantages.<config_id>`` (one process's share)."""
+    source = options.settings.topics.feedback
+    topics = options.into or options.settings.topics
     app_id = replay_app_id(cfg)
     consumer = Consumer({
         "bootstrap.servers": options.bootstrap, "group.id": app_id, "enable.auto.commit": False,
@@ -94,13 +96,8 @@ def replay_partitions(cfg: ReshapingConfig, options: ReplayOptions, topic: str, 
     counts = _Counts()
 
     def send(out: Output) -> None:
-        for rec in out.advantages:
-            producer.send_raw(topic, rec["group_id"].encode(), CODEC.encode("Advantage", rec))
-        for metric in out.metrics:
-            producer.send_raw(settings.metrics_topic, b"reshape", CODEC.encode("Metric", metric))
-        for fb, exc in out.rejected:
-            producer.send_raw(settings.deadletter_topic, source.encode(), dead_letter_value(
-                source, -1, -1, app_id, str(fb.get("group_id", "")).encode(), None, exc))
+        for rec in encoded_output(out, topics, cfg.config_id, app_id, source):
+            producer.send_raw(rec.topic, rec.key, rec.value)
         counts.advantages += len(out.advantages)
         counts.dead += len(out.rejected)
 
@@ -110,7 +107,7 @@ def replay_partitions(cfg: ReshapingConfig, options: ReplayOptions, topic: str, 
         # a partition with nothing (left) to read is done before it starts
         done = {tp.partition for tp in starts if ends[tp.partition] == 0 or tp.offset == -1}
         consumer.assign([tp for tp in starts if tp.partition not in done or options.follow])
-        reshapers = {p: new_reshaper(cfg, settings, p) for p in partitions}
+        reshapers = {p: new_reshaper(cfg, options.settings, p) for p in partitions}
         while options.follow or len(done) < len(partitions):
             for msg in consumer.consume(options.batch, 0.5):
                 err = msg.error()
@@ -125,8 +122,8 @@ def replay_partitions(cfg: ReshapingConfig, options: ReplayOptions, topic: str, 
                 try:
                     feedback = CODEC.decode(msg.value(), "Feedback")
                 except DecodeError as exc:
-                    producer.send_raw(settings.deadletter_topic, source.encode(), dead_letter_value(
-                        source, p, offset, app_id, msg.key(), msg.value(), exc))
+                    dead = undecodable(topics, p, offset, app_id, msg.key(), msg.value(), exc, source)
+                    producer.send_raw(dead.topic, dead.key, dead.value)
                     counts.dead += 1
                     send(reshapers[p].on_undecodable(offset, log_ms))
                     continue
@@ -141,13 +138,12 @@ def replay_partitions(cfg: ReshapingConfig, options: ReplayOptions, topic: str, 
 
 
 def run_replay(cfg: ReshapingConfig, options: ReplayOptions) -> ReplayReport:
-    settings = options.settings
-    source = settings.feedback_topic
-    topic = advantages_topic_name(cfg, settings)
+    settings, topics = options.settings, options.into or options.settings.topics
+    source, topic = settings.topics.feedback, topics.advantages(cfg.config_id)
     admin = AdminClient({"bootstrap.servers": options.bootstrap})
-    spec = replace(advantages_topic(cfg.config_id, settings.partitions), name=topic)
-    sides = [TopicSpec(name, 1, 1, KEEP_FOREVER) for name in (settings.metrics_topic, settings.deadletter_topic)]
-    ensure_topics(admin, [spec, *sides])
+    written = {topic, topics.metrics, topics.deadletter}
+    ensure_topics(admin, [spec for spec in topics.event_specs(settings.partitions) if spec.name in written]
+                  + [topics.advantages_spec(cfg.config_id, settings.partitions)])
     partitions = sorted(admin.list_topics(source, timeout=10).topics[source].partitions)
     processes = options.processes or max(1, min(len(partitions), os.cpu_count() or 1))
     shares = [partitions[i::processes] for i in range(processes)]
@@ -156,12 +152,12 @@ def run_replay(cfg: ReshapingConfig, options: ReplayOptions) -> ReplayReport:
     with tqdm(total=len(partitions), unit="partition", disable=not options.progress,
               desc=f"replay {cfg.config_id}") as bar:
         if processes == 1:
-            results = [replay_partitions(cfg, options, topic, partitions)]
+            results = [replay_partitions(cfg, options, partitions)]
             bar.update(len(partitions))
         else:
             # spawn, not fork: the caller may hold Kafka clients and threads of its own
             with ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
-                futures = [pool.submit(replay_partitions, cfg, options, topic, share) for share in shares]
+                futures = [pool.submit(replay_partitions, cfg, options, share) for share in shares]
                 results = []
                 for future, share in zip(futures, shares):
                     results.append(future.result())

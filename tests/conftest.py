@@ -15,8 +15,8 @@ TEST_KAFKA_PORT = int(os.environ.get("RESHAPER_TEST_KAFKA_PORT", "39092"))
 def kafka_bootstrap() -> str:
     if os.environ.get("RESHAPER_BOOTSTRAP"):
         return os.environ["RESHAPER_BOOTSTRAP"]
-    from infra.broker import KafkaBroker
-    from infra.settings import BrokerSettings
+    from infra.platform.broker import KafkaBroker
+    from infra.platform.settings import BrokerSettings
 
     broker = KafkaBroker(BrokerSettings(port=TEST_KAFKA_PORT))
     status = broker.up()
@@ -34,7 +34,7 @@ def kafka_admin(kafka_bootstrap):
 @pytest.fixture
 def fresh_topic(kafka_admin):
     """Factory for uniquely named topics, so tests never see each other's records."""
-    from infra.topics import KEEP_FOREVER, TopicSpec, ensure_topics
+    from infra.platform.topics import KEEP_FOREVER, TopicSpec, ensure_topics
 
     def make(prefix: str = "t", partitions: int = 4, config: dict | None = None) -> str:
         name = f"test-{prefix}-{uuid.uuid4().hex[:10]}"

@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+from infra.platform.topics import Topics
+
 # Avro payload name -> table (schemas.codec.SCHEMA_FILES names the payloads).
 TABLE_FOR_PAYLOAD = {
     "Task": "tasks",
@@ -21,15 +23,6 @@ TABLE_FOR_PAYLOAD = {
 }
 TABLES = tuple(TABLE_FOR_PAYLOAD.values())
 
-# Topics whose name is the table name; advantages.<config_id> and deadletter are special.
-_TABLE_FOR_TOPIC = {
-    "tasks": "tasks",
-    "rollouts": "rollouts",
-    "feedback": "feedback",
-    "policy": "policy",
-    "metrics": "metrics",
-    "deadletter": "dead_letters",
-}
 KAFKA_COLUMNS = ("_topic", "_partition", "_offset")
 
 
@@ -47,13 +40,12 @@ class RowShapeError(StoreError, ValueError):
     """Rows of one insert that do not share one set of columns."""
 
 
-def table_for_topic(topic: str) -> str:
-    """The table a topic's events land in (``advantages.<config_id>`` -> ``advantages``)."""
-    if topic.startswith("advantages."):
-        return "advantages"
+def table_for_topic(topic: str, topics: Topics = Topics()) -> str:
+    """The table a topic's events land in: the table of its payload
+    (``advantages.<config_id>`` -> ``advantages``)."""
     try:
-        return _TABLE_FOR_TOPIC[topic]
-    except KeyError:
+        return TABLE_FOR_PAYLOAD[topics.payload(topic)]
+    except ValueError:
         raise UnknownTableError(topic) from None
 
 

@@ -1,7 +1,6 @@
-"""Typer commands: `reshaper eval`, `reshaper eval-sets`, `reshaper experiment`.
+"""Typer commands: `reshaper eval`, `reshaper eval-sets`.
 
     app.command("eval")(eval_command); app.command("eval-sets")(eval_sets_command)
-    app.command("experiment")(experiment_command)
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from producers.evaluation.experiment import base_model_dir, final_policy
+from producers.evaluation.run_folder import base_model_dir, final_policy
 
 
 def _policy(model: Path | None, run: Path | None, policy_version: int | None) -> tuple[Path, Path | None, int]:
@@ -102,15 +101,3 @@ def eval_sets_command(
     for name in EVAL_SETS:
         count = convert_corpus(corpus, out_dir / f"{name}.jsonl", name, limit=limit)
         typer.echo(f"{out_dir / f'{name}.jsonl'}: {count} tasks")
-
-
-def experiment_command(
-    config: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="ExperimentConfig YAML (presets/)")],
-) -> None:
-    """Train every arm x seed with the full loop, evaluate on held-out bugs, write tables and plots."""
-    from producers.evaluation.experiment import ExperimentConfig, run_experiment
-
-    cfg = ExperimentConfig.from_yaml(config)
-    run_experiment(cfg)
-    typer.echo((cfg.dir / "results.md").read_text())
-    typer.echo(f"experiment folder: {cfg.dir}")

@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from infra.platform.topics import Topics
 from producers.evaluation.metrics import CandidateOutcome, Metrics, summarise, summarise_by_pattern
 from producers.generator.backends.base import SamplingParams
-from producers.generator.prompt import render_prompt, task_import_names
+from schemas.prompt import render_prompt, task_import_names
 from streams.feedback.evaluate import EvaluatorConfig, aevaluate_rollout
 from streams.sandbox import SandboxPool
 
@@ -279,10 +280,11 @@ def table_legend(report: EvalReport) -> list[str]:
     return lines
 
 
-def publish_eval_metric(report: EvalReport, bootstrap: str, eval_set: str = "", config_id: str = "") -> dict:
+def publish_eval_metric(report: EvalReport, bootstrap: str, eval_set: str = "", config_id: str = "",
+                        topics: Topics = Topics()) -> dict:
     """Send the report's headline numbers as an `eval` Metric (read by the drift query
     proxy_vs_heldout); step is the policy version."""
-    from infra.kafka_io import EventProducer
+    from infra.platform.kafka_io import EventProducer
 
     values = {"success_at_1": report.overall.success_at_1 or 0.0,
               "mean_pass_fraction": report.overall.mean_pass_fraction}
@@ -292,6 +294,6 @@ def publish_eval_metric(report: EvalReport, bootstrap: str, eval_set: str = "", 
               "labels": {"policy_version": str(report.policy_version), "eval_set": eval_set,
                          "k": str(report.settings["k"])}}
     producer = EventProducer(bootstrap)
-    sent = producer.send("metrics", "eval", "Metric", record)
+    sent = producer.send(topics.metrics, "eval", "Metric", record)
     producer.flush()
     return sent

@@ -4,7 +4,7 @@
         --tasks eval_sets/validation.jsonl
 
 The report's completions are scored twice, without and with the rule of
-`producers.generator.prompt.carry_task_imports` (generation is not repeated, so the two
+`schemas.prompt.carry_task_imports` (generation is not repeated, so the two
 sides differ by the rule alone), and the NameErrors on a name the task imports, success@1
 and mean pass fraction are printed side by side. `--json` writes the figures too.
 """

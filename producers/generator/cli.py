@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,24 +9,17 @@ import typer
 from confluent_kafka.admin import AdminClient
 from tqdm import tqdm
 
-from infra.settings import bootstrap_servers
-from infra.topics import TopicSpec, advantages_topic, ensure_topics, event_topics
+from infra.platform.settings import bootstrap_servers
+from infra.platform.topics import TopicSpec, ensure_topics
 from producers.generator.backends import make_backend
 from producers.generator.service import GenerateRunConfig, GeneratorService, RunState
 
 
 def topic_specs(run: GenerateRunConfig) -> list[TopicSpec]:
-    """The specs of the topics this run touches, under the names its config gives them."""
-    fixed = {spec.name: spec for spec in event_topics()}
-    renamed = {
-        "tasks": run.tasks_topic,
-        "rollouts": run.rollouts_topic,
-        "policy": run.policy_topic,
-        "metrics": run.metrics_topic,
-    }
-    specs = [dataclasses.replace(fixed[default], name=name) for default, name in renamed.items()]
-    specs.append(dataclasses.replace(advantages_topic(run.config_id), name=run.scored_topic))
-    return specs
+    """The specs of the topics this run touches, in its namespace."""
+    touched = {run.topics.tasks, run.topics.rollouts, run.topics.policy, run.topics.metrics}
+    return [spec for spec in run.topics.event_specs() if spec.name in touched] + [
+        run.topics.advantages_spec(run.config_id)]
 
 
 def generate(

@@ -24,7 +24,8 @@ from typing import Any, Iterable
 from confluent_kafka import TopicPartition
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from infra.kafka_io import ConsumedEvent, EventConsumer
+from infra.platform.kafka_io import ConsumedEvent, EventConsumer
+from infra.platform.topics import Topics
 
 SUCCESS_PREFIX = "success_rate/"
 TRAIN_SPLIT = "train"
@@ -168,9 +169,9 @@ class FollowedFeed(ABC):
 class TaskFeed(FollowedFeed):
     """The train tasks (by id) and the latest per-pattern success rates, kept current."""
 
-    def __init__(self, tasks_topic: str = "tasks", metrics_topic: str = "metrics", bootstrap: str | None = None):
-        self.tasks_topic, self.metrics_topic = tasks_topic, metrics_topic
-        self.follower = TopicFollower([tasks_topic, metrics_topic], bootstrap, name="generator-tasks")
+    def __init__(self, topics: Topics, bootstrap: str | None = None):
+        self.tasks_topic, self.metrics_topic = topics.tasks, topics.metrics
+        self.follower = TopicFollower([topics.tasks, topics.metrics], bootstrap, name="generator-tasks")
         self.tasks_by_id: dict[str, dict] = {}
         self.success_rates: dict[str, float] = {}
 

@@ -28,13 +28,14 @@ from typing import Any, Callable, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from infra.kafka_io import DeliveryError, EventProducer
+from infra.platform.kafka_io import DeliveryError, EventProducer
+from infra.platform.topics import Topics
 from learner.config import DROPPED_METRIC, DROPPED_SOURCE
 from producers.generator.backends.base import GenerationBackend, Sample, SamplingParams
 from producers.generator.config import GeneratorConfig
 from producers.generator.frontier import (FrontierConfig, TaskRates, band_sizes_by_pattern, frontier_band,
                                           pick_frontier, unmeasured)
-from producers.generator.prompt import PROMPT_TEMPLATE_VERSION, render_prompt
+from schemas.prompt import PROMPT_TEMPLATE_VERSION, render_prompt
 from producers.generator.scheduler import Curriculum, CurriculumConfig, FollowedFeed, TaskFeed, TopicFollower
 
 log = logging.getLogger(__name__)
@@ -65,11 +66,8 @@ class GenerateRunConfig(BaseModel):
     )
     max_groups: int | None = Field(None, ge=1, description="Stop after this many groups; None runs until stopped.")
     generator_id: str = Field("", description="Name carried by every rollout; empty means <hostname>-<pid>.")
-    tasks_topic: str = Field("tasks", description="Where tasks are read (from the start).")
-    rollouts_topic: str = Field("rollouts", description="Where rollouts are published.")
-    policy_topic: str = Field("policy", description="Where new policy versions are announced.")
-    metrics_topic: str = Field("metrics", description="Where success rates are read and generator metrics written.")
-    advantages_topic: str = Field("", description="Scored groups; empty means advantages.<config_id>.")
+    topics: Topics = Field(default_factory=Topics, description="The topic namespace: tasks are read from "
+                           "the start, rollouts published, policy versions and scored groups followed.")
     poll_interval_s: float = Field(0.5, gt=0, description="How long one wait polls the topics before re-checking.")
     idle_timeout_s: float | None = Field(
         None, gt=0, description="Stop after waiting this long without admitting a group; None waits forever."
@@ -80,7 +78,7 @@ class GenerateRunConfig(BaseModel):
 
     @property
     def scored_topic(self) -> str:
-        return self.advantages_topic or f"advantages.{self.config_id}"
+        return self.topics.advantages(self.config_id)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "GenerateRunConfig":
@@ -175,11 +173,10 @@ def rollout_records(
 class LearnerFeed(FollowedFeed):
     """What the learner side says back: the newest policy version and the scored group ids."""
 
-    def __init__(self, policy_topic: str, scored_topic: str, config_id: str, bootstrap: str | None = None,
-                 metrics_topic: str = "metrics", rate_window: int = 16):
-        self.policy_topic, self.scored_topic, self.config_id = policy_topic, scored_topic, config_id
-        self.metrics_topic = metrics_topic
-        self.follower = TopicFollower([policy_topic, scored_topic, metrics_topic], bootstrap,
+    def __init__(self, topics: Topics, config_id: str, bootstrap: str | None = None, rate_window: int = 16):
+        self.policy_topic, self.scored_topic, self.config_id = topics.policy, topics.advantages(config_id), config_id
+        self.metrics_topic = topics.metrics
+        self.follower = TopicFollower([self.policy_topic, self.scored_topic, self.metrics_topic], bootstrap,
                                       name="generator-learner")
         self.latest_version = 0
         self.latest_location: str | None = None
@@ -246,9 +243,8 @@ class GeneratorService:
         self.tokenizer = tokenizer or getattr(backend, "tokenizer", None) or _load_tokenizer(cfg.generator.model_dir)
         self.generator_id = cfg.generator_id or f"{socket.gethostname()}-{os.getpid()}"
         self.producer = producer or EventProducer(bootstrap)
-        self.tasks = TaskFeed(cfg.tasks_topic, cfg.metrics_topic, bootstrap)
-        self.learner = LearnerFeed(cfg.policy_topic, cfg.scored_topic, cfg.config_id, bootstrap, cfg.metrics_topic,
-                                   cfg.frontier.window)
+        self.tasks = TaskFeed(cfg.topics, bootstrap)
+        self.learner = LearnerFeed(cfg.topics, cfg.config_id, bootstrap, cfg.frontier.window)
         self.curriculum = Curriculum(cfg.curriculum)
         self.rng = random.Random(cfg.generator.seed)  # task picks: a run with the same log repeats
         self.params = cfg.generator.sampling_params()
@@ -345,13 +341,13 @@ class GeneratorService:
                 generator_id=self.generator_id,
             )
             for record in records:
-                self.producer.send(self.cfg.rollouts_topic, group_id, "Rollout", record)
+                self.producer.send(self.cfg.topics.rollouts, group_id, "Rollout", record)
             tokens += sum(len(s.token_ids) for s in samples)
         try:
             self.producer.flush()
         except DeliveryError as exc:
             raise DeliveryError(
-                f"rollouts of {len(group_ids)} groups to {self.cfg.rollouts_topic!r} were not acknowledged "
+                f"rollouts of {len(group_ids)} groups to {self.cfg.topics.rollouts!r} were not acknowledged "
                 f"after the producer's retries: {exc}"
             ) from exc
 
@@ -386,7 +382,7 @@ class GeneratorService:
                                                                  self.cfg.frontier)))
             values.update({f"frontier/band/{p}": float(n) for p, n in band_sizes_by_pattern(band).items()})
         self.producer.send(
-            self.cfg.metrics_topic,
+            self.cfg.topics.metrics,
             "generator",
             "Metric",
             {

@@ -27,7 +27,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, get_linear_schedul
 
 from producers.generator.backends.hf import pick_device
 from producers.generator.model_store import write_manifest
-from producers.generator.prompt import PROMPT_TEMPLATE_VERSION, completion_target, render_prompt
+from schemas.prompt import PROMPT_TEMPLATE_VERSION, completion_target, render_prompt
 
 IGNORE_INDEX = -100  # label value torch's cross-entropy skips
 

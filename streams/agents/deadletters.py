@@ -1,8 +1,8 @@
-"""Dead-letter records for the agents, the same shape ``infra.kafka_io`` writes."""
+"""Dead-letter records for the agents, the same shape ``infra.platform.kafka_io`` writes."""
 
 from __future__ import annotations
 
-from infra.kafka_io import dead_letter_record
+from infra.platform.kafka_io import dead_letter_record
 from schemas.codec import CODEC, new_event_fields
 
 

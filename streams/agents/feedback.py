@@ -21,7 +21,7 @@ import faust
 from schemas.codec import CODEC, DecodeError
 from streams.agents.deadletters import dead_letter_value
 from streams.agents.supervision import crash_the_worker
-from streams.app import Evaluate, StreamSettings
+from streams.settings import Evaluate, StreamSettings
 
 TASKS_TABLE = "tasks"
 EVALUATOR_FAILURE_VERSION = "evaluator-failure"
@@ -86,10 +86,10 @@ def sandbox_failure_feedback(task: dict | None, rollout: dict, exc: BaseExceptio
 
 def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluate | None = None,
                      pool: object | None = None) -> None:
-    tasks_topic = app.topic(settings.tasks_topic)
-    rollouts_topic = app.topic(settings.rollouts_topic)
-    feedback_topic = app.topic(settings.feedback_topic)
-    deadletter = app.topic(settings.deadletter_topic)
+    tasks_topic = app.topic(settings.topics.tasks)
+    rollouts_topic = app.topic(settings.topics.rollouts)
+    feedback_topic = app.topic(settings.topics.feedback)
+    deadletter = app.topic(settings.topics.deadletter)
     tasks = app.GlobalTable(TASKS_TABLE, default=None)  # task_id -> Task record (json)
     sandbox: dict[str, Any] = {"pool": pool}
 

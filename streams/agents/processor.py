@@ -26,7 +26,7 @@ from streams.reshaping.errors import ReshapingError
 from streams.reshaping.pipeline import ReshapeState, reshape_group, validate_feedback
 
 if TYPE_CHECKING:
-    from streams.app import StreamSettings
+    from streams.settings import StreamSettings
 
 
 def advantage_event_id(config_id: str, rollout_id: str) -> str:

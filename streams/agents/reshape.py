@@ -47,11 +47,11 @@ from faust.streams import _current_event  # the context variable behind faust.cu
 from faust.types import TP
 
 from schemas.codec import CODEC, DecodeError
-from streams.agents.deadletters import dead_letter_value
+from streams.agents.emit import Outgoing, encoded_output, undecodable
 from streams.agents.monitoring import WindowStats, merge
 from streams.agents.processor import Output, PartitionReshaper, new_reshaper
 from streams.agents.supervision import crash_the_worker
-from streams.app import StreamSettings, advantages_topic_name, ticks_topic_name
+from streams.settings import StreamSettings, ticks_topic_name
 from streams.reshaping.config import ReshapingConfig
 
 STATE_TABLE = "reshape-state"
@@ -78,10 +78,10 @@ def current(event) -> Iterator[None]:
 
 def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettings) -> None:
     ticks_name = ticks_topic_name(app.conf.id)
-    source = app.topic(settings.feedback_topic, ticks_name)
-    advantages = app.topic(advantages_topic_name(cfg, settings))
-    metrics = app.topic(settings.metrics_topic)
-    deadletter = app.topic(settings.deadletter_topic)
+    topics = settings.topics
+    source = app.topic(topics.feedback, ticks_name)
+    outputs = {name: app.topic(name) for name in (topics.advantages(cfg.config_id), topics.metrics,
+                                                  topics.deadletter)}
 
     # Values are JSON bytes made at write time: Faust serialises a table value only when its
     # producer gets to it, later, and by then a live dict may have changed under it.
@@ -120,7 +120,7 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
 
     def caught_up(proc: PartitionReshaper) -> bool:
         """Whether every feedback record of the partition already written has been taken in."""
-        highwater = app.consumer.highwater(TP(settings.feedback_topic, proc.partition))
+        highwater = app.consumer.highwater(TP(topics.feedback, proc.partition))
         return highwater is not None and proc.applied_offset + 1 >= highwater
 
     rewound_to: dict[int, int] = {}  # partition -> offset of its last rewind, to log each once
@@ -135,7 +135,7 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
         # seek_wait, not seek: Faust's `seek` changes aiokafka's fetcher from this thread while
         # the consumer thread iterates the fetcher's records, which raised KeyError there
         # (a dead worker); seek_wait runs the seek on the consumer's own thread.
-        await app.consumer.seek_wait({TP(settings.feedback_topic, proc.partition): proc.applied_offset + 1})
+        await app.consumer.seek_wait({TP(topics.feedback, proc.partition): proc.applied_offset + 1})
 
     async def step(event, proc: PartitionReshaper, out: Output, pending: list) -> None:
         """One event of the batch through its partition's reshaper."""
@@ -154,22 +154,15 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
         try:
             feedback = CODEC.decode(event.value, "Feedback")
         except DecodeError as exc:
-            pending.append(await deadletter.send(key=msg.topic.encode(), value=dead_letter_value(
-                msg.topic, msg.partition, msg.offset, app.conf.id, msg.key, event.value, exc)))
+            await send_all([undecodable(topics, msg.partition, msg.offset, app.conf.id, msg.key, event.value, exc)],
+                           pending)
             out.extend(proc.on_undecodable(msg.offset, log_time_ms(msg)))
             return
         out.extend(proc.on_feedback(feedback, msg.offset, log_time_ms(msg)))
 
-    async def send(out: Output, pending: list) -> None:
-        for fb, exc in out.rejected:
-            pending.append(await deadletter.send(
-                key=settings.feedback_topic.encode(),
-                value=dead_letter_value(settings.feedback_topic, -1, -1, app.conf.id,
-                                        str(fb.get("group_id", "")).encode(), None, exc)))
-        for rec in out.advantages:
-            pending.append(await advantages.send(key=rec["group_id"].encode(), value=CODEC.encode("Advantage", rec)))
-        for metric in out.metrics:
-            pending.append(await metrics.send(key=b"reshape", value=CODEC.encode("Metric", metric)))
+    async def send_all(records: list[Outgoing], pending: list) -> None:
+        for rec in records:
+            pending.append(await outputs[rec.topic].send(key=rec.key, value=rec.value))
 
     def account_patterns(out: Output) -> None:
         """Add the batch's groups to the per-pattern windows, one table update per pattern and
@@ -201,7 +194,7 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
                 last[proc.partition] = event
                 await step(event, proc, outs.setdefault(proc.partition, Output()), pending)
             for out in outs.values():
-                await send(out, pending)
+                await send_all(encoded_output(out, topics, cfg.config_id, app.conf.id), pending)
             # delivered before the state that records them is written: a crash in
             # between re-emits them (same ids, same values) rather than loses them
             await asyncio.gather(*pending)
@@ -217,5 +210,5 @@ def install_reshape(app: faust.App, cfg: ReshapingConfig, settings: StreamSettin
         now_ms = int(time.time() * 1000)
         await app.producer.maybe_start()
         for tp in app.consumer.assignment():
-            if tp.topic == settings.feedback_topic:
+            if tp.topic == topics.feedback:
                 await app.producer.send(ticks_name, None, b"", tp.partition, now_ms / 1000.0, None)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from producers.generator.prompt import candidate_code, extract_code
+from schemas.prompt import candidate_code, extract_code
 from streams.sandbox import EvalRequest, EvalResult, ErrorKind, SandboxPool
 from streams.signals import (SignalConfig, check_style, classify_fix, detect_hacks, random_inputs,
                              rename_entry_point, tree_edit_distance)
@@ -45,7 +45,7 @@ class EvaluatorConfig(BaseModel):
     timeout_s: float | None = Field(None, description="per-candidate wall clock; default: the sandbox's")
     carry_task_imports: bool = Field(
         True, description="give the candidate the task's module-level imports it uses and lacks "
-                          "(producers/generator/prompt.py); off only to measure what that rule changes")
+                          "(schemas/prompt.py); off only to measure what that rule changes")
     signals: SignalConfig = Field(default_factory=SignalConfig)
 
     @property

@@ -11,7 +11,8 @@ import pytest
 from confluent_kafka import Producer
 
 from consumers.store import open_store
-from infra.kafka_io import EventProducer
+from infra.platform.kafka_io import EventProducer
+from infra.platform.topics import Topics
 
 pytestmark = pytest.mark.kafka
 
@@ -31,13 +32,13 @@ def _count(store_path, tag: str) -> tuple[int, int, int]:
 
 
 def _sink_cmd(store_path, group, *extra):
-    return [sys.executable, "-m", "infra.cli", "sink", "--store", str(store_path), "--group-id", group, *extra]
+    return [sys.executable, "-m", "infra.compose.cli", "sink", "--store", str(store_path), "--group-id", group, *extra]
 
 
 def test_sink_stores_every_event_once_and_dead_letters_poison(kafka_bootstrap, kafka_admin, tmp_path):
-    from infra.topics import ensure_topics, event_topics
+    from infra.platform.topics import ensure_topics
 
-    ensure_topics(kafka_admin, event_topics())
+    ensure_topics(kafka_admin, Topics().event_specs())
     tag = f"sink-{uuid.uuid4().hex[:8]}"
     with EventProducer(kafka_bootstrap) as producer:
         _metrics(producer, tag, 500)
@@ -64,9 +65,9 @@ def test_sink_stores_every_event_once_and_dead_letters_poison(kafka_bootstrap, k
 
 
 def test_sink_killed_mid_batch_loses_and_duplicates_nothing(kafka_bootstrap, kafka_admin, tmp_path):
-    from infra.topics import ensure_topics, event_topics
+    from infra.platform.topics import ensure_topics
 
-    ensure_topics(kafka_admin, event_topics())
+    ensure_topics(kafka_admin, Topics().event_specs())
     tag = f"crash-{uuid.uuid4().hex[:8]}"
     n = 20_000
     with EventProducer(kafka_bootstrap) as producer:
@@ -126,10 +127,10 @@ def test_sink_stores_older_writer_schemas_and_dead_letters_a_corrupt_body(kafka_
     schema is resolved to the current one (its missing field takes the default)."""
     from consumers.sink import Sink, SinkConfig
     from consumers.store import ChdbStore
-    from infra.topics import ensure_topics, event_topics
+    from infra.platform.topics import ensure_topics
     from schemas.codec import CODEC, HEADER_LEN, Codec
 
-    ensure_topics(kafka_admin, event_topics())
+    ensure_topics(kafka_admin, Topics().event_specs())
     tag = f"framed-{uuid.uuid4().hex[:8]}"
     current = CODEC.schema("Metric")
     old_schema = {"type": "record", "name": "Metric", "namespace": "reshaper.events",
@@ -150,7 +151,7 @@ def test_sink_stores_older_writer_schemas_and_dead_letters_a_corrupt_body(kafka_
     group = f"g-{tag}"
     _commit_at_end(kafka_bootstrap, group, "metrics", before=62)
     with ChdbStore(tmp_path / "chdb") as store:
-        sink = Sink(SinkConfig(topics=["metrics"], group_id=group, batch_rows=100_000, batch_seconds=60),
+        sink = Sink(SinkConfig(only=[Topics().metrics], group_id=group, batch_rows=100_000, batch_seconds=60),
                     kafka_bootstrap, store=store)
         _sink_until_idle(sink)
         sink.consumer.close()

@@ -3,11 +3,11 @@
 import pytest
 
 from consumers.store import open_store
-from infra.broker import KafkaBroker
-from infra.kafka_io import read_topic
-from infra.settings import BrokerSettings
-from infra.orchestrator import Orchestrator
-from infra.run_config import RunConfig
+from infra.platform.broker import KafkaBroker
+from infra.platform.kafka_io import read_topic
+from infra.platform.settings import BrokerSettings
+from infra.compose.orchestrator import Orchestrator
+from infra.compose.run_config import RunConfig
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]  # starts its own broker
 

@@ -175,7 +175,7 @@ def test_cli_limit_and_greedy_only_counts(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     import producers.evaluation.eval as eval_module
-    from infra.cli import app
+    from infra.compose.cli import app
     from producers.evaluation.taskfile import write_eval_tasks
 
     bug_set = [normalise_task({**TASKS[0], "task_id": f"add{i}", "function_id": f"fn{i % 3}"}) for i in range(9)]

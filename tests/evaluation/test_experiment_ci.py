@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from producers.evaluation.experiment import ExperimentConfig, run_experiment
+from infra.compose.experiment import ExperimentConfig, run_experiment
 
 CI = Path(__file__).resolve().parents[2] / "producers" / "evaluation" / "presets" / "ci.yaml"
 

@@ -1,7 +1,8 @@
 import pytest
 
-from producers.evaluation.experiment import (ExperimentConfig, final_policy, results_markdown, results_table,
-                                             run_reshaping_file)
+from infra.compose.experiment import (ExperimentConfig, arm_run_config, results_markdown, results_table,
+                                      run_reshaping_file)
+from producers.evaluation.run_folder import final_policy
 from streams.reshaping.config import load_config, load_preset
 
 
@@ -32,16 +33,17 @@ def test_final_policy_is_newest(tmp_path):
     assert version == 12 and path.name == "v-00000012"
 
 
-def test_run_reshaping_keeps_rules_with_run_name(tmp_path):
-    cfg = ExperimentConfig(out_dir=tmp_path, name="exp", seeds=[0])
-    path = run_reshaping_file(cfg, "raw", 0)
-    tagged, raw = load_config(path), load_preset("raw")
-    assert tagged.name == "raw.exp-raw-s0" and tagged.config_id != raw.config_id
-    assert tagged.model_dump(exclude={"name"}) == raw.model_dump(exclude={"name"})
+def test_each_run_has_the_arm_rules_and_its_own_topics(tmp_path):
+    cfg = ExperimentConfig(out_dir=tmp_path, name="exp", seeds=[0, 1])
+    written = load_config(run_reshaping_file(cfg, "raw", 0))
+    assert written.config_id == load_preset("raw").config_id
+    first, second = arm_run_config(cfg, "raw", 0), arm_run_config(cfg, "raw", 1)
+    assert first.topics.prefix == "exp-raw-s0." and second.topics.prefix == "exp-raw-s1."
+    assert first.topics.advantages(written.config_id) != second.topics.advantages(written.config_id)
 
 
 def test_paired_table_pairs_tasks_within_seeds():
-    from producers.evaluation.experiment import paired_markdown, paired_table
+    from infra.compose.experiment import paired_markdown, paired_table
 
     def cand(task, passed):
         return {"task_id": task, "bug_pattern": "p", "greedy": True, "passed": passed,
@@ -61,7 +63,7 @@ def test_paired_table_pairs_tasks_within_seeds():
 
 
 def test_an_arm_can_change_run_settings(tmp_path):
-    from producers.evaluation.experiment import arm_config, arm_run_config
+    from infra.compose.experiment import arm_config, arm_run_config
 
     cfg = ExperimentConfig(out_dir=tmp_path, name="exp", seeds=[0],
                            run={"steps": 3, "group_size": 4, "learner": {"learning_rate": 1e-4, "lora_r": 8}},

@@ -12,7 +12,7 @@ from transformers import AutoTokenizer
 
 from producers.generator.backends.base import Sample
 from producers.generator.model_store import build_tiny_model, cached_smollm2
-from producers.generator.prompt import render_prompt
+from schemas.prompt import render_prompt
 from streams.sandbox import SandboxConfig, SandboxPool
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,9 +12,8 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from infra.kafka_io import DEAD_LETTER_TOPIC, EventConsumer, EventProducer
-from infra.topics import ADVANTAGES_PREFIX, TopicConfigMismatch, TopicSpec, advantages_topic, ensure_topics, \
-    event_topics, verify_topics
+from infra.platform.kafka_io import EventConsumer, EventProducer
+from infra.platform.topics import TopicConfigMismatch, Topics, TopicSpec, ensure_topics, verify_topics
 from schemas.codec import Codec
 
 pytestmark = pytest.mark.kafka
@@ -59,7 +58,7 @@ def test_ten_thousand_events_round_trip_in_per_key_order(kafka_bootstrap, fresh_
 
 CONSUMER_SCRIPT = textwrap.dedent("""
     import sys, time
-    from infra.kafka_io import EventConsumer
+    from infra.platform.kafka_io import EventConsumer
     topic, group, bootstrap, commit_after = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     c = EventConsumer([topic], group, bootstrap)
     seen = []
@@ -100,7 +99,7 @@ def test_consumer_killed_before_commit_rereads_from_last_commit(kafka_bootstrap,
 
 
 def test_poison_records_go_to_dead_letters_and_the_next_record_is_not_lost(kafka_bootstrap, fresh_topic, kafka_admin):
-    ensure_topics(kafka_admin, [s for s in event_topics() if s.name == DEAD_LETTER_TOPIC])
+    ensure_topics(kafka_admin, [s for s in Topics().event_specs() if s.name == Topics().deadletter])
     topic = fresh_topic("poison", partitions=1)
     alien = Codec()
     alien.register({"type": "record", "name": "Alien", "fields": [{"name": "x", "type": "int"}]})
@@ -113,7 +112,7 @@ def test_poison_records_go_to_dead_letters_and_the_next_record_is_not_lost(kafka
         raw.flush()
         producer.send(topic, "k", "Metric", _metric(1, "k"))
 
-    dlq_watch = EventConsumer([DEAD_LETTER_TOPIC], f"w-{uuid.uuid4().hex}", kafka_bootstrap)
+    dlq_watch = EventConsumer([Topics().deadletter], f"w-{uuid.uuid4().hex}", kafka_bootstrap)
     consumer = EventConsumer([topic], f"g-{uuid.uuid4().hex}", kafka_bootstrap)
     got = _drain(consumer, 2)
     consumer.commit(got)
@@ -129,7 +128,7 @@ def test_poison_records_go_to_dead_letters_and_the_next_record_is_not_lost(kafka
 
 
 def test_topics_as_code_are_created_and_verified(kafka_admin):
-    specs = event_topics() + [advantages_topic("cfgtest01")]
+    specs = Topics().event_specs() + [Topics().advantages_spec("cfgtest01")]
     ensure_topics(kafka_admin, specs)
     assert verify_topics(kafka_admin, specs) == []
     assert ensure_topics(kafka_admin, specs) == []  # idempotent
@@ -137,6 +136,6 @@ def test_topics_as_code_are_created_and_verified(kafka_admin):
         ensure_topics(kafka_admin, [TopicSpec("rollouts", 7, 1, {})])
     with pytest.raises(TopicConfigMismatch, match="cleanup.policy"):
         ensure_topics(kafka_admin, [TopicSpec("rollouts", 4, 1, {"cleanup.policy": "compact"})])
-    assert specs[-1].name.startswith(ADVANTAGES_PREFIX)
+    assert specs[-1].name.startswith("advantages.")
     with pytest.raises(ValueError):
-        advantages_topic("bad id!")
+        Topics().advantages_spec("bad id!")

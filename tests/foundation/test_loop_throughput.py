@@ -1,6 +1,6 @@
 """The run report's throughput figures: first rollout delay and the steady rate after it."""
 
-from infra.report import loop_throughput
+from infra.compose.report import loop_throughput
 
 
 def test_the_first_group_marks_the_start_and_is_not_counted():

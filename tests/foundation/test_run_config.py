@@ -5,7 +5,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from infra.run_config import RUN_CONFIG_VERSION, SHARED, RunConfig, deep_merge, load_run_config
+from infra.compose.run_config import RUN_CONFIG_VERSION, SHARED, RunConfig, deep_merge, load_run_config
 
 
 def test_a_version_1_file_is_migrated_into_the_component_sections(tmp_path):
@@ -50,7 +50,7 @@ def test_the_recorded_config_loads_back_as_the_same_config(tmp_path):
 
 
 def test_each_component_gets_its_section_and_the_shared_knobs(tmp_path):
-    from infra.orchestrator import Orchestrator
+    from infra.compose.orchestrator import Orchestrator
     from learner.service import load_learn_config
     from producers.generator.service import GenerateRunConfig
     from streams.reshaping.config import load_preset

@@ -2,7 +2,7 @@
 
 import ast
 
-from producers.generator.prompt import candidate_code, task_import_names
+from schemas.prompt import candidate_code, task_import_names
 
 TASK = (
     "import math\nfrom typing import List, Tuple\nimport re as regex\n\nLIMIT = 10\n\n\n"

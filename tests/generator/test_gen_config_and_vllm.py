@@ -87,7 +87,7 @@ def test_vllm_backend_samples_and_swaps_adapters(smollm2_dir, tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from producers.generator.prompt import render_prompt
+    from schemas.prompt import render_prompt
 
     backend = VLLMBackend(smollm2_dir, max_lora_rank=8, gpu_memory_utilization=0.3, dtype="float32")
     prompt = render_prompt(backend.engine.get_tokenizer(), "def add(a, b):\n    return a - b\n")

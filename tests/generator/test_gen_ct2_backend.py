@@ -10,7 +10,7 @@ from transformers import AutoModelForCausalLM
 
 from producers.generator.backends import GenerationBackend, PolicyLoadError, SamplingParams
 from producers.generator.backends.ct2 import CTranslate2Backend
-from producers.generator.prompt import render_prompt
+from schemas.prompt import render_prompt
 
 BUGGY = ["def add(a, b):\n    return a - b\n", "def is_even(n):\n    return n % 2 == 1\n"]
 # Measured on SmolLM2-135M (int8 weights, AVX2): mean |delta logp| per token 0.3-0.45 over

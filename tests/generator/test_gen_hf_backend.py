@@ -9,7 +9,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from producers.generator.backends import GenerationBackend, PolicyLoadError, SamplingParams
 from producers.generator.backends.hf import TransformersBackend
-from producers.generator.prompt import render_prompt
+from schemas.prompt import render_prompt
 
 BUGGY = ["def add(a, b):\n    return a - b\n", "def is_even(n):\n    return n % 2 == 1\n"]
 

@@ -17,7 +17,7 @@ from producers.generator.model_store import (
     sha256_file,
     smollm2_gguf_path,
 )
-from producers.generator.prompt import render_prompt
+from schemas.prompt import render_prompt
 
 
 def test_shipped_gguf_matches_the_pinned_hash():

@@ -1,6 +1,6 @@
 import pytest
 
-from producers.generator.prompt import (
+from schemas.prompt import (
     PROMPT_TEMPLATE_VERSION,
     completion_target,
     extract_code,

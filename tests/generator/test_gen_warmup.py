@@ -11,7 +11,7 @@ from transformers import AutoModelForCausalLM
 from producers.generator.backends import SamplingParams
 from producers.generator.backends.hf import TransformersBackend
 from producers.generator.model_store import build_tiny_model
-from producers.generator.prompt import render_prompt
+from schemas.prompt import render_prompt
 from producers.generator.warmup import (
     IGNORE_INDEX,
     RepairPair,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.kafka_io import EventProducer
-from infra.topics import KEEP_FOREVER, TopicConfigMismatch, TopicSpec, ensure_topics
+from infra.platform.kafka_io import EventProducer
+from infra.platform.topics import TopicConfigMismatch, Topics, ensure_topics
 from producers.generator.config import GeneratorConfig
 from producers.generator.model_store import build_tiny_model, cached_smollm2
 from producers.generator.service import GenerateRunConfig
@@ -23,12 +23,11 @@ def tiny_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def topics(kafka_admin) -> dict[str, str]:
-    """Fresh topics for every role, created in one call (same specs as the fixed topics)."""
-    suffix = uuid.uuid4().hex[:10]
-    partitions = {"tasks_topic": 4, "rollouts_topic": 4, "policy_topic": 1, "metrics_topic": 1, "advantages_topic": 4}
-    names = {role: f"test-gen-{role.split('_')[0]}-{suffix}" for role in partitions}
-    specs = [TopicSpec(names[role], n, 1, KEEP_FOREVER) for role, n in partitions.items()]
+def topics(kafka_admin) -> Topics:
+    """A fresh namespace for every test, its topics created in one call."""
+    topics = Topics(prefix=f"test-gen-{uuid.uuid4().hex[:10]}.")
+    touched = {topics.tasks, topics.rollouts, topics.policy, topics.metrics}
+    specs = [s for s in topics.event_specs() if s.name in touched] + [topics.advantages_spec("test")]
     for attempt in range(20):
         try:
             ensure_topics(kafka_admin, specs)
@@ -38,7 +37,7 @@ def topics(kafka_admin) -> dict[str, str]:
             if "missing" not in str(exc) or attempt == 19:
                 raise
             time.sleep(0.25)
-    return names
+    return topics
 
 
 @pytest.fixture
@@ -64,7 +63,7 @@ def run_config(tiny_dir, topics):
             poll_interval_s=0.2,
             idle_timeout_s=idle_timeout_s,
             startup_timeout_s=20.0,
-            **topics,
+            topics=topics,
         )
 
     return make

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from infra.kafka_io import EventConsumer
+from infra.platform.kafka_io import EventConsumer
 
 BUGGY = [
     "def add(a, b):\n    return a - b\n",

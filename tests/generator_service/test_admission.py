@@ -6,7 +6,7 @@ import fastavro
 import pytest
 
 from producers.generator.backends.base import Sample, SamplingParams
-from producers.generator.prompt import PROMPT_TEMPLATE_VERSION
+from schemas.prompt import PROMPT_TEMPLATE_VERSION
 from producers.generator.service import GenerateRunConfig, admission, rollout_records
 from schemas.codec import CODEC, decode, encode
 
@@ -75,7 +75,7 @@ def test_run_config_loads_from_yaml_with_topic_defaults(tmp_path):
         4,
         2,
     )
-    assert (cfg.tasks_topic, cfg.rollouts_topic, cfg.policy_topic, cfg.metrics_topic) == (
+    assert (cfg.topics.tasks, cfg.topics.rollouts, cfg.topics.policy, cfg.topics.metrics) == (
         "tasks",
         "rollouts",
         "policy",

@@ -53,7 +53,7 @@ def publish_tasks(publish, topic: str, tasks: list[dict]) -> None:
 
 
 def rollouts_of(cfg, bootstrap: str, expected: int) -> list:
-    events = read_topic(cfg.rollouts_topic, bootstrap, expected)
+    events = read_topic(cfg.topics.rollouts, bootstrap, expected)
     assert len(events) == expected
     return events
 
@@ -88,7 +88,7 @@ def max_gap(model, events, temperature: float) -> float:
 def test_n_tasks_in_give_n_times_k_rollouts_keyed_by_group(run_config, service_for, publish, kafka_bootstrap):
     cfg = run_config(max_groups=3, group_size=2)
     train = [make_task(f"t{i}", buggy_code=BUGGY[i]) for i in range(3)]
-    publish_tasks(publish, cfg.tasks_topic, train + [make_task("held", split="heldout")])
+    publish_tasks(publish, cfg.topics.tasks, train + [make_task("held", split="heldout")])
     state = service_for(cfg).run()
     assert (state.groups, state.rollouts, state.stopped) == (3, 6, "max_groups")
 
@@ -131,7 +131,7 @@ def test_new_policy_is_hot_swapped_between_batches(
     # G=1, lag=1: version 0 admits 1 * (0 + 1 + 1) = 2 groups, version 2 admits 4.
     temperature = 0.8
     cfg = run_config(max_groups=4, groups_per_step=1, groups_per_batch=1, max_policy_lag=1, temperature=temperature)
-    publish_tasks(publish, cfg.tasks_topic, [make_task("t0"), make_task("t1", buggy_code=BUGGY[1])])
+    publish_tasks(publish, cfg.topics.tasks, [make_task("t0"), make_task("t1", buggy_code=BUGGY[1])])
     service = service_for(cfg)
     first = service.run()
     assert (first.groups, first.stopped, first.waiting) == (2, "idle", "pacing")
@@ -139,7 +139,7 @@ def test_new_policy_is_hot_swapped_between_batches(
     adapter = tmp_path / "adapter-v2"
     save_random_lora(tiny_dir, adapter)
     publish(
-        cfg.policy_topic,
+        cfg.topics.policy,
         "2",
         "PolicyVersion",
         {
@@ -168,20 +168,20 @@ def test_new_policy_is_hot_swapped_between_batches(
 def test_pacing_waits_at_the_bound_until_a_new_version(run_config, service_for, publish, kafka_bootstrap, tiny_dir):
     # G=2, lag=1: version 0 admits 2 * (0 + 1 + 1) = 4 groups; version 1 admits 6.
     cfg = run_config(max_groups=10, groups_per_step=2, groups_per_batch=3, max_policy_lag=1)
-    publish_tasks(publish, cfg.tasks_topic, [make_task("t0")])
+    publish_tasks(publish, cfg.topics.tasks, [make_task("t0")])
     service = service_for(cfg)
     first = service.run()
     assert (first.groups, first.stopped, first.waiting) == (4, "idle", "pacing")
     assert first.idle_s > 0
 
-    metrics = [e.record for e in read_topic(cfg.metrics_topic, kafka_bootstrap, 3)]
+    metrics = [e.record for e in read_topic(cfg.topics.metrics, kafka_bootstrap, 3)]
     waiting = [m for m in metrics if m["labels"]["waiting"] == "pacing"]
     assert waiting and all(m["source"] == "generator" and m["values"]["groups"] == 4 for m in waiting)
     assert waiting[-1]["values"]["idle_s"] > 0 and waiting[-1]["values"]["policy_version"] == 0
 
     # A full model directory is a policy too (a merged checkpoint); here the same weights.
     publish(
-        cfg.policy_topic,
+        cfg.topics.policy,
         "1",
         "PolicyVersion",
         {"version": 1, "learner_step": 1, "location": str(tiny_dir), "sha256": "0" * 64, "base_model": str(tiny_dir)},
@@ -201,7 +201,7 @@ def advantage_for(rollout: dict) -> dict:
 
 def test_back_pressure_waits_for_scores(run_config, service_for, publish, kafka_bootstrap):
     cfg = run_config(max_groups=5, groups_per_step=100, groups_per_batch=2, max_inflight_groups=3)
-    publish_tasks(publish, cfg.tasks_topic, [make_task("t0")])
+    publish_tasks(publish, cfg.topics.tasks, [make_task("t0")])
     service = service_for(cfg)
     first = service.run()
     assert (first.groups, first.stopped, first.waiting, first.inflight) == (3, "idle", "backpressure", 3)

@@ -14,8 +14,8 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from infra.kafka_io import EventConsumer, EventProducer, read_topic
-from infra.topics import advantages_topic, ensure_topics, event_topics
+from infra.platform.kafka_io import EventProducer, read_topic
+from infra.platform.topics import Topics, ensure_topics
 from learner.config import LearnerConfig
 from learner.model import load_policy, token_logprobs
 from learner.service import LearnerService, LearnRunConfig
@@ -61,9 +61,9 @@ def publish_toy_stream(bootstrap, config_id, n_groups, model_dir, cfg, behaviour
     with EventProducer(bootstrap) as producer:
         for g in range(n_groups):
             group = f"{config_id}-g{g:03d}"
-            producer.send(advantages_topic(config_id).name, group, "Advantage",
+            producer.send(Topics().advantages(config_id), group, "Advantage",
                           advantage_record(config_id, group, 0, GOOD, 1.0, good_lp))
-            producer.send(advantages_topic(config_id).name, group, "Advantage",
+            producer.send(Topics().advantages(config_id), group, "Advantage",
                           advantage_record(config_id, group, 1, BAD, -1.0, bad_lp))
     return model
 
@@ -82,7 +82,7 @@ def metrics_of(bootstrap, config_id, learner_id):
 @pytest.fixture
 def setup(kafka_bootstrap, kafka_admin, tmp_path):
     config_id = f"toy{uuid.uuid4().hex[:8]}"
-    ensure_topics(kafka_admin, event_topics() + [advantages_topic(config_id)])
+    ensure_topics(kafka_admin, Topics().event_specs() + [Topics().advantages_spec(config_id)])
     model_dir = build_tiny_llama(tmp_path / "tiny", seed=0)
     return config_id, model_dir
 
@@ -127,7 +127,7 @@ def test_dynamic_sampling_trains_only_mixed_groups_and_tells_the_generator(kafka
             for i, (completion, lp, adv) in enumerate([(GOOD, good_lp, 1.0), (BAD, bad_lp, -1.0)]):
                 adv = 0.0 if g in uniform else adv
                 # one key, so one partition: the learner reads the groups in this order
-                producer.send(advantages_topic(config_id).name, config_id, "Advantage",
+                producer.send(Topics().advantages(config_id), config_id, "Advantage",
                               advantage_record(config_id, group, i, completion, adv, lp))
     service = LearnerService(LearnRunConfig(config_id=config_id, model_dir=model_dir, steps=2, learner=cfg),
                              kafka_bootstrap)
@@ -139,7 +139,7 @@ def test_dynamic_sampling_trains_only_mixed_groups_and_tells_the_generator(kafka
     drops = [m["values"][DROPPED_METRIC] for m in metrics_of(kafka_bootstrap, config_id, "learner")
              if m["source"] == DROPPED_SOURCE]
     assert drops == [1.0, 2.0, 3.0]
-    feed = LearnerFeed("policy", advantages_topic(config_id).name, config_id, kafka_bootstrap)
+    feed = LearnerFeed(Topics(), config_id, kafka_bootstrap)
     deadline = time.monotonic() + 30
     while feed.dropped_groups < 3 and time.monotonic() < deadline:
         feed.poll(1.0)
@@ -154,7 +154,7 @@ def test_learns_toy_preference_from_int8_engine_behaviour_logprobs(kafka_bootstr
     from producers.generator.model_store import build_tiny_model, cached_smollm2
 
     config_id = f"toy{uuid.uuid4().hex[:8]}"
-    ensure_topics(kafka_admin, event_topics() + [advantages_topic(config_id)])
+    ensure_topics(kafka_admin, Topics().event_specs() + [Topics().advantages_spec(config_id)])
     model_dir = build_tiny_model(tmp_path / "tiny", cached_smollm2(), initializer_range=0.5)
     engine = CTranslate2Backend(model_dir, compute_type="int8", cache_dir=tmp_path / "ct2")
     cfg = learner_cfg(tmp_path)
@@ -178,7 +178,7 @@ def run_learner(tmp: Path, config_id, model_dir, steps, learner_id, cfg: Learner
     path = tmp / f"{learner_id}.yaml"
     run = LearnRunConfig(config_id=config_id, model_dir=model_dir, steps=steps, learner=cfg, learner_id=learner_id)
     path.write_text(yaml.safe_dump(run.model_dump(mode="json")))
-    return subprocess.Popen([sys.executable, "-m", "infra.cli", "learn", "--config", str(path)],
+    return subprocess.Popen([sys.executable, "-m", "infra.compose.cli", "learn", "--config", str(path)],
                             env={**os.environ, "PYTHONPATH": os.getcwd()}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -197,12 +197,12 @@ def test_sigkill_between_steps_resumes_bit_exact_without_gap_or_repeat(kafka_boo
     # one partition: the stream then has one total order, which is what "the same stream"
     # means for bit-exactness (across partitions the consumer's interleaving is not fixed)
     config_id = f"resume{uuid.uuid4().hex[:8]}"
-    ensure_topics(kafka_admin, [advantages_topic(config_id, partitions=1)])
+    ensure_topics(kafka_admin, [Topics().advantages_spec(config_id, partitions=1)])
     steps = 6
     cfg = learner_cfg(tmp_path / "x")
     model = load_policy(model_dir, cfg, "cpu")
     good_lp, bad_lp = behaviour(model, GOOD), behaviour(model, BAD)
-    topic = advantages_topic(config_id).name
+    topic = Topics().advantages(config_id)
     records = []
     for g in range(2 * steps):
         group = f"{config_id}-g{g:03d}"

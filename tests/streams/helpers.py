@@ -13,8 +13,9 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
+from infra.platform.topics import Topics
 from schemas.codec import CODEC
-from streams.app import StreamSettings
+from streams.settings import StreamSettings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,10 +46,7 @@ def unique(prefix: str) -> str:
 def isolated_settings(**overrides) -> StreamSettings:
     """Settings with topics of their own, so parallel tests never see each other's data."""
     tag = uuid.uuid4().hex[:8]
-    base = dict(tasks_topic=f"test-tasks-{tag}", rollouts_topic=f"test-rollouts-{tag}",
-                feedback_topic=f"test-feedback-{tag}", metrics_topic=f"test-metrics-{tag}",
-                deadletter_topic=f"test-deadletter-{tag}", advantages_prefix=f"test-{tag}-advantages.",
-                partitions=2, commit_interval_s=0.2,
+    base = dict(topics=Topics(prefix=f"test-{tag}."), partitions=2, commit_interval_s=0.2,
                 group_timeout_ms=60_000, late_grace_ms=500, tick_interval_s=0.5)
     base.update(overrides)
     return StreamSettings(**base)

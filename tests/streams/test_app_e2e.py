@@ -5,8 +5,8 @@ import uuid
 
 import pytest
 
-from infra.kafka_io import EventProducer
-from streams.app import advantages_topic_name, ensure_app_topics
+from infra.platform.kafka_io import EventProducer
+from streams.app import ensure_app_topics
 from streams.reshaping.config import PRESETS_DIR, load_preset
 from streams.reshaping.pipeline import ReshapeState, reshape_group
 from tests.streams.helpers import WorkerProcess, read_all, isolated_settings, unique
@@ -49,16 +49,16 @@ def test_rollouts_become_the_pure_cores_advantages(kafka_bootstrap, kafka_admin,
     worker = WorkerProcess(tmp_path, app_id, PRESETS_DIR / "full.yaml", settings, kafka_bootstrap).start()
     try:
         with EventProducer(kafka_bootstrap) as producer:
-            producer.send(settings.tasks_topic, "t1", "Task", task("t1"))
-            producer.send_raw(settings.rollouts_topic, b"poison", b"not avro")  # must be dead-lettered
+            producer.send(settings.topics.tasks, "t1", "Task", task("t1"))
+            producer.send_raw(settings.topics.rollouts, b"poison", b"not avro")  # must be dead-lettered
             for gid, members in groups.items():
                 for i, code in enumerate(members):
                     task_id = MISSING if i == len(members) - 1 else "t1"
-                    producer.send(settings.rollouts_topic, gid, "Rollout", rollout(gid, task_id, i, len(members), code))
+                    producer.send(settings.topics.rollouts, gid, "Rollout", rollout(gid, task_id, i, len(members), code))
         n = sum(len(m) for m in groups.values())
-        advantages = read_all(kafka_bootstrap, advantages_topic_name(cfg, settings), n, proc=worker)
-        feedback = read_all(kafka_bootstrap, settings.feedback_topic, n, settle_s=0.2, positions=True)
-        dead = read_all(kafka_bootstrap, settings.deadletter_topic, 1, settle_s=0.2)
+        advantages = read_all(kafka_bootstrap, settings.topics.advantages(cfg.config_id), n, proc=worker)
+        feedback = read_all(kafka_bootstrap, settings.topics.feedback, n, settle_s=0.2, positions=True)
+        dead = read_all(kafka_bootstrap, settings.topics.deadletter, 1, settle_s=0.2)
     finally:
         worker.stop()
 
@@ -72,7 +72,7 @@ def test_rollouts_become_the_pure_cores_advantages(kafka_bootstrap, kafka_admin,
         # no task, no evaluation: the rollout still gets its feedback, so the group completes
         missing = by_rid[f"{gid}-{len(members) - 1}"]
         assert missing["error_kind"] == "sandbox" and missing["pass_fraction_runs"] == [0.0]
-    assert [d["source_topic"] for d in dead] == [settings.rollouts_topic]
+    assert [d["source_topic"] for d in dead] == [settings.topics.rollouts]
 
     # the pure core on the same feedback: per partition, groups in the order they completed
     expected = {}

@@ -14,9 +14,9 @@ from collections import Counter
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from infra.kafka_io import EventProducer
+from infra.platform.kafka_io import EventProducer
 from streams.agents.processor import new_reshaper
-from streams.app import advantages_topic_name, ensure_app_topics
+from streams.app import ensure_app_topics
 from streams.reshaping.config import PRESETS_DIR, load_preset
 from tests.streams.helpers import WorkerProcess, feedback, isolated_settings, read_all, unique
 
@@ -73,15 +73,15 @@ def test_sigkill_mid_stream_loses_and_doubles_nothing(kafka_bootstrap, kafka_adm
             for i in range(SIZE):
                 fb = feedback(f"g{g}", i, SIZE, passes[(g * 3 + i) % 5], pattern=f"p{g % 7}",
                               created_at_ms=1_700_000_000_000 + g * 10, fixed=passes[(g * 3 + i) % 5] == 1.0)
-                producer.send(settings.feedback_topic, fb["group_id"], "Feedback", fb)
+                producer.send(settings.topics.feedback, fb["group_id"], "Feedback", fb)
 
     worker = WorkerProcess(tmp_path, app_id, PRESETS_DIR / "full.yaml", settings, kafka_bootstrap).start()
-    topic = advantages_topic_name(cfg, settings)
+    topic = settings.topics.advantages(cfg.config_id)
     seen = read_all(kafka_bootstrap, topic, 1500, timeout_s=120, proc=worker, stop_at_want=True)
     worker.kill()
     killed_at = len(seen)
     if ahead:
-        move_committed_offsets(kafka_bootstrap, app_id, settings.feedback_topic, settings.partitions, ahead)
+        move_committed_offsets(kafka_bootstrap, app_id, settings.topics.feedback, settings.partitions, ahead)
     worker.start()
     try:
         out = read_all(kafka_bootstrap, topic, GROUPS * SIZE, timeout_s=240, settle_s=3, proc=worker,
@@ -110,7 +110,7 @@ def test_sigkill_mid_stream_loses_and_doubles_nothing(kafka_bootstrap, kafka_adm
     # the uninterrupted run: the same partitions, in log order, through a fresh reshaper
     consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": unique("truth"),
                          "auto.offset.reset": "earliest"})
-    consumer.subscribe([settings.feedback_topic])
+    consumer.subscribe([settings.topics.feedback])
     from schemas.codec import CODEC
     reshapers, expected, idle = {}, {}, 0
     while idle < 4:

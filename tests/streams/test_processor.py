@@ -1,7 +1,7 @@
 import pytest
 
 from streams.agents.processor import PartitionReshaper, advantage_event_id, new_reshaper
-from streams.app import StreamSettings
+from streams.settings import StreamSettings
 from streams.reshaping.config import load_preset
 from streams.reshaping.pipeline import ReshapeState, reshape_group
 from tests.streams.helpers import feedback

@@ -3,8 +3,9 @@ a narrower clip -> a second topic whose advantages are the first ones clipped.""
 
 import pytest
 
-from infra.kafka_io import EventProducer
-from streams.app import advantages_topic_name, ensure_app_topics
+from infra.platform.kafka_io import EventProducer
+from infra.platform.topics import Topics
+from streams.app import ensure_app_topics
 from streams.replay import ReplayOptions, run_replay
 from streams.reshaping.config import PRESETS_DIR, config_from_dict, load_preset
 from tests.streams.helpers import WorkerProcess, feedback, isolated_settings, read_all, unique
@@ -22,16 +23,17 @@ def test_replay_reproduces_and_a_new_config_differs_as_predicted(kafka_bootstrap
         for g in range(GROUPS):
             for i in range(SIZE):
                 fb = feedback(f"g{g}", i, SIZE, passes[(g + 2 * i) % 5], created_at_ms=1_700_000_000_000 + g)
-                producer.send(settings.feedback_topic, fb["group_id"], "Feedback", fb)
+                producer.send(settings.topics.feedback, fb["group_id"], "Feedback", fb)
     worker = WorkerProcess(tmp_path, app_id, PRESETS_DIR / "raw.yaml", settings, kafka_bootstrap).start()
     try:
-        live = read_all(kafka_bootstrap, advantages_topic_name(cfg, settings), GROUPS * SIZE, proc=worker)
+        live = read_all(kafka_bootstrap, settings.topics.advantages(cfg.config_id), GROUPS * SIZE, proc=worker)
     finally:
         worker.stop()
 
     # same config, its own namespace (else it would append to the live topic)
-    same = settings.model_copy(update={"advantages_prefix": f"{settings.advantages_prefix}replay."})
-    report = run_replay(cfg, ReplayOptions(bootstrap=kafka_bootstrap, settings=same))
+    into = Topics(prefix=f"{settings.topics.prefix}replay.")
+    report = run_replay(cfg, ReplayOptions(bootstrap=kafka_bootstrap, settings=settings, into=into))
+    assert report.topic == into.advantages(cfg.config_id)
     assert report.feedback == GROUPS * SIZE and report.advantages == GROUPS * SIZE
     replayed = read_all(kafka_bootstrap, report.topic, GROUPS * SIZE, settle_s=0.2)
     assert {a["rollout_id"]: a for a in replayed} == {a["rollout_id"]: a for a in live}
@@ -39,7 +41,7 @@ def test_replay_reproduces_and_a_new_config_differs_as_predicted(kafka_bootstrap
     clipped_cfg = config_from_dict({**cfg.model_dump(mode="json"),
                                     "transform": {**cfg.transform.model_dump(mode="json"), "clip": [-0.5, 0.5]}})
     report2 = run_replay(clipped_cfg, ReplayOptions(bootstrap=kafka_bootstrap, settings=settings))
-    assert report2.topic == advantages_topic_name(clipped_cfg, settings) != advantages_topic_name(cfg, settings)
+    assert report2.topic == settings.topics.advantages(clipped_cfg.config_id) != settings.topics.advantages(cfg.config_id)
     clipped = {a["rollout_id"]: a["advantage"] for a in read_all(kafka_bootstrap, report2.topic, GROUPS * SIZE,
                                                                  settle_s=0.2)}
     original = {a["rollout_id"]: a["advantage"] for a in live}

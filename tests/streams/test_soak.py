@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from infra.kafka_io import EventProducer
-from streams.app import advantages_topic_name, ensure_app_topics
+from infra.platform.kafka_io import EventProducer
+from streams.app import ensure_app_topics
 from streams.reshaping.config import PRESETS_DIR, load_preset
 from tests.streams.helpers import WorkerProcess, end_offsets, feedback, isolated_settings, read_all, unique
 from tests.streams.test_crash import move_committed_offsets
@@ -33,7 +33,7 @@ def test_soak_no_worker_death_and_nothing_lost(kafka_bootstrap, kafka_admin, tmp
     app_id = unique("soak")
     ensure_app_topics(kafka_admin, app_id, cfg, settings)
     worker = WorkerProcess(tmp_path, app_id, PRESETS_DIR / "full.yaml", settings, kafka_bootstrap).start()
-    out_topic = advantages_topic_name(cfg, settings)
+    out_topic = settings.topics.advantages(cfg.config_id)
     groups, unplanned, planned, cycle_start = 0, 0, 0, time.monotonic()
     start = time.monotonic()
     with EventProducer(kafka_bootstrap) as producer:
@@ -42,7 +42,7 @@ def test_soak_no_worker_death_and_nothing_lost(kafka_bootstrap, kafka_admin, tmp
                 for i in range(SIZE):
                     fb = feedback(f"g{groups}", i, SIZE, [0.0, 0.5, 1.0, 0.25][(groups + i) % 4],
                                   pattern=f"p{groups % 7}", created_at_ms=1_700_000_000_000 + groups * 10)
-                    producer.send(settings.feedback_topic, fb["group_id"], "Feedback", fb)
+                    producer.send(settings.topics.feedback, fb["group_id"], "Feedback", fb)
                 groups += 1
             producer.flush()
             while (groups * SIZE - sum(end_offsets(kafka_bootstrap, out_topic, settings.partitions)) > BACKLOG
@@ -55,7 +55,7 @@ def test_soak_no_worker_death_and_nothing_lost(kafka_bootstrap, kafka_admin, tmp
             if time.monotonic() - cycle_start > CYCLE_S:
                 worker.kill()
                 planned += 1
-                move_committed_offsets(kafka_bootstrap, app_id, settings.feedback_topic, settings.partitions, 120)
+                move_committed_offsets(kafka_bootstrap, app_id, settings.topics.feedback, settings.partitions, 120)
                 worker.start()
                 cycle_start = time.monotonic()
     try:

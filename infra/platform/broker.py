@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra.settings import REPO_ROOT, BrokerSettings
+from infra.platform.settings import REPO_ROOT, BrokerSettings
 
 POM = REPO_ROOT / "infra" / "kafka" / "pom.xml"
 LOG4J_CONFIG = REPO_ROOT / "infra" / "kafka" / "log4j2.properties"
@@ -116,7 +116,7 @@ class KafkaBroker:
             "share.coordinator.state.topic.replication.factor=1",
             "share.coordinator.state.topic.min.isr=1",
             "group.initial.rebalance.delay.ms=0",
-            # topics are created as code (infra/topics.py), never implicitly by a typo
+            # topics are created as code (infra/platform/topics.py), never implicitly by a typo
             "auto.create.topics.enable=false",
             "num.partitions=4",
             "message.max.bytes=10485760",

@@ -6,6 +6,8 @@ import threading
 import time
 from pathlib import Path
 
+from infra.platform.topics import Topics
+
 
 class CorpusFeed:
     """Builds the corpus of `config` on a thread and publishes each chunk's train tasks.
@@ -18,9 +20,9 @@ class CorpusFeed:
     """
 
     def __init__(self, config, bootstrap: str, marker: Path, say, cache_dir: Path | None = None,
-                 topic: str = "tasks"):
+                 topics: Topics = Topics()):
         self.config, self.bootstrap, self.marker, self.say = config, bootstrap, marker, say
-        self.cache_dir, self.topic = cache_dir, topic
+        self.cache_dir, self.topics = cache_dir, topics
         self.partial = marker.with_name(marker.name + ".partial")
         self.published = int(self.partial.read_text()) if self.partial.exists() else 0
         self._skip = self.published
@@ -40,7 +42,7 @@ class CorpusFeed:
         self._skip -= skipped
         train = train[skipped:]
         if train:
-            publish_tasks(train, self.bootstrap, topic=self.topic, progress=False)
+            publish_tasks(train, self.bootstrap, topics=self.topics, progress=False)
             if not self.published:
                 self.say(f"first {len(train)} train tasks published after {time.monotonic() - self.started:.0f} s")
             self.published += len(train)

@@ -8,16 +8,18 @@ Faust creates them itself, and `verify_changelogs` checks them.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 KEEP_FOREVER = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 COMPACT = {"cleanup.policy": "compact"}
 
-ADVANTAGES_PREFIX = "advantages."
 DEFAULT_PARTITIONS = 4
+_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
 @dataclass(frozen=True)
@@ -29,23 +31,89 @@ class TopicSpec:
     payload: str = ""  # Avro record name of the values
 
 
-def event_topics(partitions: int = DEFAULT_PARTITIONS, replication: int = 1) -> list[TopicSpec]:
-    """The fixed topics. Group-keyed topics share one partition count so a group stays put."""
-    return [
-        TopicSpec("tasks", partitions, replication, KEEP_FOREVER, "Task"),
-        TopicSpec("rollouts", partitions, replication, KEEP_FOREVER, "Rollout"),
-        TopicSpec("feedback", partitions, replication, KEEP_FOREVER, "Feedback"),
-        # one partition: versions are totally ordered
-        TopicSpec("policy", 1, replication, KEEP_FOREVER, "PolicyVersion"),
-        TopicSpec("metrics", 1, replication, KEEP_FOREVER, "Metric"),
-        TopicSpec("deadletter", 1, replication, KEEP_FOREVER, "DeadLetter"),
-    ]
+class Topics(BaseModel):
+    """The name of every topic of one namespace: the only place a topic name is spelled.
 
+    ``Topics()`` gives the design's names (``tasks``, ``advantages.<config_id>``, ...);
+    ``Topics(prefix="exp1-raw-s0.")`` puts all of a run's topics beside other runs on one
+    broker. Every service receives this value in its config.
+    """
 
-def advantages_topic(config_id: str, partitions: int = DEFAULT_PARTITIONS, replication: int = 1) -> TopicSpec:
-    if not config_id or not all(c.isalnum() or c in "-_" for c in config_id):
-        raise ValueError(f"invalid reshaping config id {config_id!r} for a topic name")
-    return TopicSpec(ADVANTAGES_PREFIX + config_id, partitions, replication, KEEP_FOREVER, "Advantage")
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prefix: str = Field("", description="put before every topic name; empty: the design's names.")
+
+    @field_validator("prefix")
+    @classmethod
+    def _valid_prefix(cls, prefix: str) -> str:
+        if not set(prefix) <= _NAME_CHARS:
+            raise ValueError(f"topic prefix {prefix!r} may use only letters, digits, '-', '_' and '.'")
+        return prefix
+
+    @property
+    def tasks(self) -> str:
+        return self.prefix + "tasks"
+
+    @property
+    def rollouts(self) -> str:
+        return self.prefix + "rollouts"
+
+    @property
+    def feedback(self) -> str:
+        return self.prefix + "feedback"
+
+    @property
+    def policy(self) -> str:
+        return self.prefix + "policy"
+
+    @property
+    def metrics(self) -> str:
+        return self.prefix + "metrics"
+
+    @property
+    def deadletter(self) -> str:
+        return self.prefix + "deadletter"
+
+    def advantages(self, config_id: str) -> str:
+        """``advantages.<config_id>``: one stream per reshaping config."""
+        if not config_id or not all(c.isalnum() or c in "-_" for c in config_id):
+            raise ValueError(f"invalid reshaping config id {config_id!r} for a topic name")
+        return self.prefix + "advantages." + config_id
+
+    @property
+    def advantages_pattern(self) -> str:
+        """A subscription regex matching every config's advantage stream of this namespace."""
+        return "^" + re.escape(self.prefix + "advantages.") + ".+"
+
+    def payload(self, topic: str) -> str:
+        """The Avro record name of a topic's values (``exp.advantages.x`` -> ``Advantage``)."""
+        if topic.startswith(self.prefix + "advantages.") and len(topic) > len(self.prefix + "advantages."):
+            return "Advantage"
+        for spec in self.event_specs():
+            if spec.name == topic:
+                return spec.payload
+        raise ValueError(f"{topic!r} is no topic of the namespace {self.prefix!r}")
+
+    @property
+    def subscription(self) -> list[str]:
+        """Every topic of the namespace, as a consumer subscribes to them (advantages by regex)."""
+        return [spec.name for spec in self.event_specs()] + [self.advantages_pattern]
+
+    def event_specs(self, partitions: int = DEFAULT_PARTITIONS, replication: int = 1) -> list[TopicSpec]:
+        """The fixed topics. Group-keyed topics share one partition count so a group stays put."""
+        return [
+            TopicSpec(self.tasks, partitions, replication, KEEP_FOREVER, "Task"),
+            TopicSpec(self.rollouts, partitions, replication, KEEP_FOREVER, "Rollout"),
+            TopicSpec(self.feedback, partitions, replication, KEEP_FOREVER, "Feedback"),
+            # one partition: versions are totally ordered
+            TopicSpec(self.policy, 1, replication, KEEP_FOREVER, "PolicyVersion"),
+            TopicSpec(self.metrics, 1, replication, KEEP_FOREVER, "Metric"),
+            TopicSpec(self.deadletter, 1, replication, KEEP_FOREVER, "DeadLetter"),
+        ]
+
+    def advantages_spec(self, config_id: str, partitions: int = DEFAULT_PARTITIONS,
+                        replication: int = 1) -> TopicSpec:
+        return TopicSpec(self.advantages(config_id), partitions, replication, KEEP_FOREVER, "Advantage")
 
 
 class TopicConfigMismatch(RuntimeError):

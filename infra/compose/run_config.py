@@ -9,7 +9,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from infra.settings import REPO_ROOT
+from infra.platform.settings import REPO_ROOT
+from infra.platform.topics import Topics
 from learner.config import LearnerConfig
 from producers.generator.config import GeneratorConfig
 from producers.generator.scheduler import CurriculumConfig
@@ -74,6 +75,8 @@ class RunConfig(BaseModel):
     kafka_port: int | None = Field(None, description="port of the run's own broker; default: derived from the name")
     bootstrap: str | None = Field(None, description="an existing Kafka cluster; overrides `broker`")
     store: str | None = Field(None, description="ClickHouse server URL; default: chDB in the run folder")
+    topics: Topics = Field(default_factory=Topics, description="the topic namespace every component of the run "
+                           "uses; a prefix keeps runs on one shared broker apart")
     # CPU budget: processes and threads per component (0: the library's default, all cores).
     # One thread each by measurement on 2 cores: 17.9 rollouts/min against 13.4 with both
     # engines on all cores (6 steps, ctranslate2 int8), which oversubscribes the CPUs the

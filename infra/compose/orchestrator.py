@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -25,11 +26,11 @@ import yaml
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from infra.broker import InfraError, KafkaBroker, _port_open
-from infra.corpus_feed import CorpusFeed
-from infra.run_config import RunConfig
-from infra.settings import BrokerSettings, home_dir
-from infra.topics import advantages_topic, ensure_topics, event_topics
+from infra.platform.broker import InfraError, KafkaBroker, _port_open
+from infra.compose.corpus_feed import CorpusFeed
+from infra.compose.run_config import RunConfig
+from infra.platform.settings import BrokerSettings, home_dir
+from infra.platform.topics import Topics, ensure_topics
 
 
 def _stable_port(name: str) -> int:
@@ -68,7 +69,7 @@ class Component:
     def start(self, env: dict) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         out = open(self.log, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "infra.cli", *self.args], stdout=out,
+        self.proc = subprocess.Popen([sys.executable, "-m", "infra.compose.cli", *self.args], stdout=out,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
 
     def alive(self) -> bool:
@@ -126,16 +127,16 @@ class Progress:
 
 
 class MetricsTail:
-    """Follows `metrics` from its current end, folding what it sees into a Progress."""
+    """Follows the metrics topic from its current end, folding what it sees into a Progress."""
 
-    def __init__(self, bootstrap: str, config_id: str):
+    def __init__(self, bootstrap: str, config_id: str, topics: Topics):
         from schemas.codec import CODEC
 
         self._codec = CODEC
         self.config_id = config_id
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"run-tail-{time.time_ns()}",
                                   "enable.auto.commit": False, "auto.offset.reset": "latest"})
-        self.consumer.subscribe(["metrics"])
+        self.consumer.subscribe([topics.metrics])
         self.progress = Progress()
 
     def poll(self) -> Progress:
@@ -220,11 +221,11 @@ class Orchestrator:
 
             tasks = [t for t in read_tasks(cached) if t["split"] == "train"]
             say(f"publishing {len(tasks)} train tasks from {cached.name}")
-            publish_tasks(tasks, bootstrap, progress=False)
+            publish_tasks(tasks, bootstrap, topics=self.cfg.topics, progress=False)
             marker.write_text(cached.name)
             return None
         say("corpus not cached: building it while the loop runs (tasks are published as they are tested)")
-        return CorpusFeed(config, bootstrap, marker, say).start()
+        return CorpusFeed(config, bootstrap, marker, say, topics=self.cfg.topics).start()
 
     def reshaping(self):
         from streams.reshaping.config import load_config, load_preset
@@ -234,12 +235,12 @@ class Orchestrator:
 
     def write_configs(self, model_dir: Path, reshaping) -> dict[str, Path]:
         """Each component's config: its own section of the run config, with the shared knobs
-        the run declares once filled in (infra/run_config.py, SHARED)."""
+        the run declares once filled in (infra/compose/run_config.py, SHARED)."""
         from learner.config import LearnerConfig
         from learner.service import LearnRunConfig
         from producers.generator.config import GeneratorConfig
         from producers.generator.service import GenerateRunConfig
-        from streams.app import StreamSettings
+        from streams.settings import StreamSettings
 
         c, d = self.cfg, self.dir
         files = {"run": d / "run.yaml", "reshaping": d / "reshaping.yaml", "generator": d / "generator.yaml",
@@ -255,16 +256,17 @@ class Orchestrator:
             c.frontier.model_copy(update={"min_samples": min(c.group_size, 4)})
         gen = GenerateRunConfig(generator=generator, curriculum=c.curriculum, frontier=frontier,
                                 config_id=reshaping.config_id, groups_per_step=c.groups_per_step,
-                                generator_id=f"{c.name}-gen-0")
+                                generator_id=f"{c.name}-gen-0", topics=c.topics)
         files["generator"].write_text(yaml.safe_dump(gen.model_dump(mode="json"), sort_keys=False))
         learner = LearnerConfig.model_validate({
             **c.learner.model_dump(), **shared, "groups_per_step": c.groups_per_step,
             "max_completion_length": c.max_new_tokens, "max_steps": max(c.steps, 10),
             "checkpoint_dir": d / "learner", "publish_dir": d / "policy"})
         learn = LearnRunConfig(config_id=reshaping.config_id, model_dir=model_dir, steps=c.steps,
-                               learner_id=f"{c.name}-learner", threads=c.learner_threads, learner=learner)
+                               learner_id=f"{c.name}-learner", threads=c.learner_threads, learner=learner,
+                               topics=c.topics)
         files["learner"].write_text(yaml.safe_dump(learn.model_dump(mode="json"), sort_keys=False))
-        files["streams"].write_text(StreamSettings(sandbox_workers=c.sandbox_workers).model_dump_json(indent=2))
+        files["streams"].write_text(StreamSettings(sandbox_workers=c.sandbox_workers, topics=c.topics).model_dump_json(indent=2))
         return files
 
     # --- the run ----------------------------------------------------------------------
@@ -283,7 +285,7 @@ class Orchestrator:
         say(f"kafka at {bootstrap}")
         reshaping = self.reshaping()
         ensure_topics(AdminClient({"bootstrap.servers": bootstrap}),
-                      event_topics() + [advantages_topic(reshaping.config_id)])
+                      c.topics.event_specs() + [c.topics.advantages_spec(reshaping.config_id)])
         model_dir = self.model_dir()
         say(f"policy model {model_dir}")
         files = self.write_configs(model_dir, reshaping)
@@ -297,13 +299,14 @@ class Orchestrator:
         worker = Component("worker", ["worker", "--config", str(files["reshaping"]), "--settings", str(files["streams"]),
                                       "--app-id", app_id,
                                       "--data-dir", str(self.dir / "faust")], logs / "worker.log")
-        sink = Component("sink", ["sink", "--store", store, "--group-id", sink_group], logs / "sink.log")
+        sink = Component("sink", ["sink", "--store", store, "--group-id", sink_group,
+                                  "--topic-prefix", c.topics.prefix], logs / "sink.log")
         learner = Component("learner", ["learn", "--config", str(files["learner"])], logs / "learner.log")
         generator = Component("generator", ["generate", "--config", str(files["generator"]), "--no-progress"],
                               logs / "generator.log")
         self.components = [worker, sink, learner, generator]
         self.restarts = {comp.name: 0 for comp in self.components}
-        tail = MetricsTail(bootstrap, reshaping.config_id)
+        tail = MetricsTail(bootstrap, reshaping.config_id, c.topics)
         interrupted = False
         try:
             for comp in self.components:
@@ -350,11 +353,12 @@ class Orchestrator:
         for comp in (generator, learner):
             comp.stop()
         # the worker finishes what the generator produced; then the sink stores everything
-        self._drain(bootstrap, app_id, ["rollouts", "feedback"], worker, say, timeout_s=600)
+        names = self.cfg.topics
+        self._drain(bootstrap, app_id, [names.rollouts, names.feedback], worker, say, timeout_s=600)
         worker.stop()
+        stored = re.compile("|".join(names.subscription))
         topics = [t for t in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
-                  if t in ("tasks", "rollouts", "feedback", "policy", "metrics", "deadletter")
-                  or t.startswith("advantages.")]
+                  if stored.fullmatch(t)]
         self._drain(bootstrap, sink_group, topics, sink, say, timeout_s=600)
         sink.stop()
 
@@ -370,7 +374,7 @@ class Orchestrator:
 
     # --- report -----------------------------------------------------------------------
     def report(self, store_url: str, config_id: str, seconds: float, interrupted: bool, started_ms: int) -> dict:
-        from infra.report import write_run_report
+        from infra.compose.report import write_run_report
 
         return write_run_report(self.dir / "report", store_url, config_id, self.dir, seconds, interrupted,
                                 restarts=self.restarts, started_ms=started_ms)

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 import yaml
 
-from infra.broker import InfraError, KafkaBroker
+from infra.platform.broker import InfraError, KafkaBroker
 
 app = typer.Typer(help="reshaper: RL for code repair under weak feedback, with streamed signal reshaping.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -43,11 +43,10 @@ def _mount_components() -> None:
 
     app.command("drift")(drift)
 
-    from producers.evaluation.cli import eval_command, eval_sets_command, experiment_command
+    from producers.evaluation.cli import eval_command, eval_sets_command
 
     app.command("eval")(eval_command)
     app.command("eval-sets")(eval_sets_command)
-    app.command("experiment")(experiment_command)
 
     from streams.cli import replay, worker
 
@@ -65,13 +64,13 @@ def infra_up() -> None:
     """Fetch the broker's jars (once), format KRaft storage (once), start it, create the topics."""
     from confluent_kafka.admin import AdminClient
 
-    from infra.topics import ensure_topics, event_topics
+    from infra.platform.topics import Topics, ensure_topics
 
     broker = KafkaBroker()
     t0 = time.monotonic()
     try:
         status = broker.up()
-        created = ensure_topics(AdminClient({"bootstrap.servers": status.bootstrap}), event_topics())
+        created = ensure_topics(AdminClient({"bootstrap.servers": status.bootstrap}), Topics().event_specs())
     except InfraError as exc:
         _fail(exc)
     typer.echo(f"kafka {broker.settings.kafka_version} running at {status.bootstrap} (pid {status.pid}) "
@@ -96,12 +95,12 @@ def infra_status() -> None:
     """Is the local broker running, and do its topics match their specs?"""
     from confluent_kafka.admin import AdminClient
 
-    from infra.topics import verify_topics, event_topics
+    from infra.platform.topics import Topics, verify_topics
 
     status = KafkaBroker().status()
     typer.echo(f"{status.bootstrap}: {status.detail}" + (f" (pid {status.pid})" if status.pid else ""))
     if status.running:
-        problems = verify_topics(AdminClient({"bootstrap.servers": status.bootstrap}), event_topics())
+        problems = verify_topics(AdminClient({"bootstrap.servers": status.bootstrap}), Topics().event_specs())
         typer.echo("topics: " + ("all match their specs" if not problems else "; ".join(problems)))
     raise typer.Exit(0 if status.running else 3)
 
@@ -114,8 +113,8 @@ def run(config: Optional[Path] = typer.Option(None, "--config", exists=True, dir
         reshaping: Optional[str] = typer.Option(None, help="reshaping preset (raw, full) or YAML"),
         resume: bool = typer.Option(False, "--resume", help="continue the run of that name where it stopped")) -> None:
     """The whole loop on one machine: broker, corpus, generator, Faust worker, learner, sink, report."""
-    from infra.orchestrator import Orchestrator, RunError
-    from infra.run_config import load_run_config
+    from infra.compose.orchestrator import Orchestrator, RunError
+    from infra.compose.run_config import load_run_config
 
     cfg = load_run_config(config, name=name, steps=steps, model=model, reshaping=reshaping)
     if resume:
@@ -130,6 +129,18 @@ def run(config: Optional[Path] = typer.Option(None, "--config", exists=True, dir
         Orchestrator(cfg, resume=resume).run()
     except RunError as exc:
         _fail(exc)
+
+
+@app.command("experiment")
+def experiment(config: Path = typer.Option(..., exists=True, dir_okay=False,
+                                           help="ExperimentConfig YAML (presets/)")) -> None:
+    """Train every arm x seed with the full loop, evaluate on held-out bugs, write tables and plots."""
+    from infra.compose.experiment import ExperimentConfig, run_experiment
+
+    cfg = ExperimentConfig.from_yaml(config)
+    run_experiment(cfg)
+    typer.echo((cfg.dir / "results.md").read_text())
+    typer.echo(f"experiment folder: {cfg.dir}")
 
 
 _mount_components()

@@ -16,11 +16,11 @@ from typing import Any, Iterable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from infra.settings import bootstrap_servers
+from infra.platform.settings import bootstrap_servers
+from infra.platform.topics import Topics
 from schemas.codec import CODEC, HEADER_LEN, Codec, DecodeError, new_event_fields
 
 log = logging.getLogger(__name__)
-DEAD_LETTER_TOPIC = "deadletter"
 
 
 def dead_letter_record(topic: str, partition: int, offset: int, consumer: str, key: bytes | None,
@@ -137,8 +137,10 @@ def consumer_config(group_id: str, bootstrap: str | None = None, **overrides: An
 
 class EventConsumer:
     def __init__(self, topics: list[str], group_id: str, bootstrap: str | None = None,
-                 codec: Codec = CODEC, dead_letters: EventProducer | None = None, **overrides: Any):
+                 codec: Codec = CODEC, dead_letters: EventProducer | None = None,
+                 dead_letter_topic: str = Topics().deadletter, **overrides: Any):
         self.group_id = group_id
+        self.dead_letter_topic = dead_letter_topic
         self._consumer = Consumer(consumer_config(group_id, bootstrap, **overrides))
         self._codec = codec
         self._dead_letters = dead_letters or EventProducer(bootstrap)
@@ -210,7 +212,7 @@ class EventConsumer:
                           exc: Exception) -> None:
         self.dead_lettered += 1
         log.warning("dead-lettering %s[%d]@%d: %s", topic, partition, offset, exc)
-        self._dead_letters.send(DEAD_LETTER_TOPIC, topic, "DeadLetter", dead_letter_record(
+        self._dead_letters.send(self.dead_letter_topic, topic, "DeadLetter", dead_letter_record(
             topic, partition, offset, self.group_id, key, value, exc))
         self._pending_poison.append(TopicPartition(topic, partition, offset + 1))
 

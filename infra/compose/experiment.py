@@ -1,7 +1,7 @@
 """`reshaper experiment --config exp.yaml`: raw vs reshaped rewards, same everything else.
 
 For every arm (a reshaping preset name or YAML path) and seed, the full streaming loop
-(`infra.orchestrator.Orchestrator`) trains one run with the same model, corpus, sample
+(`infra.compose.orchestrator.Orchestrator`) trains one run with the same model, corpus, sample
 budget and seed. Then each arm's final policy, and the base model (version 0), is
 evaluated on held-out bugs (the validation split and HumanEval with injected bugs) at a
 fixed sample budget. Written into <out_dir>/<name>/:
@@ -13,9 +13,9 @@ fixed sample budget. Written into <out_dir>/<name>/:
   replay.json                           every arm's config replayed over each run's stored feedback
   audit.json, audit.md                  hack-flagged share of successes; top-5 rewarded samples
 
-Each run's reshaping config is the arm's rules with the run name in its `name`, so its
-config id and advantage topic are the run's own: a fresh learner reads its topic from the
-start, and two runs of one arm on one broker must not read each other's advantages.
+Each run's topics carry the run name as their prefix (`RunConfig.topics`), so two runs of
+one arm on one broker never read each other's tasks, rollouts or advantages, while the
+arm's rules, and so its config id, stay the same in every run.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from producers.evaluation.advantage_compare import compare_configs
 from producers.evaluation.converters import EVAL_SETS, select_tasks
 from producers.evaluation.eval import evaluate_policy
+from producers.evaluation.run_folder import base_model_dir, final_policy
 from producers.evaluation.metrics import CandidateOutcome, compare_paired, t_interval
 
 HEADLINE = ("success_at_1", "pass_at_k", "mean_pass_fraction", "hacked_success_share")
@@ -93,9 +94,8 @@ def arm_config(spec: str | ArmSpec):
 
 
 def run_reshaping_file(cfg: ExperimentConfig, arm: str, seed: int) -> Path:
-    """The arm's rules under a per-run name (see the module docstring for why)."""
-    rules = arm_config(cfg.arms[arm])
-    data = json.loads(rules.model_copy(update={"name": f"{rules.name}.{run_name(cfg, arm, seed)}"}).canonical_json())
+    """The arm's rules, written beside the run's config as what the run used."""
+    data = json.loads(arm_config(cfg.arms[arm]).canonical_json())
     path = cfg.dir / "configs" / f"{run_name(cfg, arm, seed)}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -105,34 +105,23 @@ def run_reshaping_file(cfg: ExperimentConfig, arm: str, seed: int) -> Path:
 def arm_run_config(cfg: ExperimentConfig, arm: str, seed: int):
     """The RunConfig of one run: the shared settings, the arm's own over them, then its name,
     seed, folder and rules."""
-    from infra.run_config import RunConfig, deep_merge
+    from infra.compose.run_config import RunConfig, deep_merge
 
     return RunConfig.model_validate({**deep_merge(cfg.run, arm_spec(cfg.arms[arm]).run),
                                      "name": run_name(cfg, arm, seed), "seed": seed,
                                      "runs_dir": str(cfg.dir / "runs"),
+                                     "topics": {"prefix": f"{run_name(cfg, arm, seed)}."},
                                      "reshaping": str(run_reshaping_file(cfg, arm, seed))})
 
 
 def train_arm(cfg: ExperimentConfig, arm: str, seed: int, progress: bool = True) -> Path:
     """One full streaming run; a finished run (report/summary.json) is kept, a broken one resumed."""
-    from infra.orchestrator import Orchestrator
+    from infra.compose.orchestrator import Orchestrator
 
     run_cfg = arm_run_config(cfg, arm, seed)
     if not (run_cfg.run_dir / "report" / "summary.json").exists():
         Orchestrator(run_cfg, resume=(run_cfg.run_dir / "run.yaml").exists()).run(progress=progress)
     return run_cfg.run_dir
-
-
-def final_policy(run_dir: Path) -> tuple[Path | None, int]:
-    """The newest published policy of a run and its version (None, 0 when none was published)."""
-    versions = sorted((run_dir / "policy").glob("v-*"))
-    if not versions:
-        return None, 0
-    return versions[-1], int(versions[-1].name.split("-")[1])
-
-
-def base_model_dir(run_dir: Path) -> Path:
-    return Path(yaml.safe_load((run_dir / "generator.yaml").read_text())["generator"]["model_dir"])
 
 
 def eval_sets(cfg: ExperimentConfig, seed: int) -> dict[str, list[dict]]:
