@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a pl
 from consumers.drift.queries import bind_parameters, load_query, query_names  # noqa: E402
 from consumers.store import ChdbStore  # noqa: E402
 from schemas.codec import CODEC  # noqa: E402
+from schemas.records import build_record  # noqa: E402
 
 T0_MS = 1_700_000_040_000
 SPAN_MS = 2 * 3600 * 1000
@@ -47,21 +48,18 @@ def feedback_record(i: int, n: int, rng: random.Random, tag: str, tokens: int) -
     version = i * VERSIONS // n
     # success improves with the version, so the drift queries have a trend to find
     passed = [rng.random() < 0.3 + 0.02 * version for _ in range(5)]
-    return {
-        "event_id": f"{tag}-{i}", "schema_version": 1, "created_at_ms": T0_MS + i * SPAN_MS // n,
-        "rollout_id": f"{tag}-r{i}", "group_id": f"{tag}-g{i // 8}", "task_id": f"t{(i // 8) % 500}",
-        "bug_pattern": PATTERNS[(i // 8) % len(PATTERNS)], "difficulty": 0.5, "sample_index": i % 8,
-        "group_size": 8, "policy_version": version, "evaluator_version": tag, "repeats": 1,
-        "tests_total": 5, "tests_passed": sum(passed), "pass_fraction_runs": [sum(passed) / 5],
-        "test_outcomes": [{"index": k, "passed": ok, "error_kind": "none" if ok else "wrong_answer", "message": "",
-                           "runtime_ms": 1.0} for k, ok in enumerate(passed)],
-        "error_kind": "none" if all(passed) else "wrong_answer", "error_message": "", "runtime_ms": 12.5,
-        "tree_edit_distance": rng.random(), "tree_edit_distance_raw": 3, "style_class": "clean",
-        "flake8_codes": [], "hack_flags": ["swallowed_exception"] if rng.random() < 0.05 else [],
-        "cyclomatic_complexity": 2, "fixed_pattern": "", "adversarial_mismatches": 0, "adversarial_checked": 16,
-        "rename_passed": None, "prompt_token_ids": list(range(tokens)), "completion_token_ids": list(range(tokens)),
-        "behaviour_logprobs": [-0.5] * tokens, "finish_reason": "stop", "completion_text": "def f(x):\n    return x\n",
-    }
+    return build_record(
+        "Feedback", event_id=f"{tag}-{i}", created_at_ms=T0_MS + i * SPAN_MS // n, rollout_id=f"{tag}-r{i}",
+        group_id=f"{tag}-g{i // 8}", task_id=f"t{(i // 8) % 500}", bug_pattern=PATTERNS[(i // 8) % len(PATTERNS)],
+        difficulty=0.5, sample_index=i % 8, group_size=8, policy_version=version, evaluator_version=tag, repeats=1,
+        tests_total=5, tests_passed=sum(passed), pass_fraction_runs=[sum(passed) / 5],
+        test_outcomes=[{"index": k, "passed": ok, "error_kind": "none" if ok else "wrong_answer",
+                        "runtime_ms": 1.0} for k, ok in enumerate(passed)],
+        error_kind="none" if all(passed) else "wrong_answer", runtime_ms=12.5, tree_edit_distance=rng.random(),
+        tree_edit_distance_raw=3, style_class="clean",
+        hack_flags=["swallowed_exception"] if rng.random() < 0.05 else [], cyclomatic_complexity=2,
+        adversarial_checked=16, prompt_token_ids=list(range(tokens)), completion_token_ids=list(range(tokens)),
+        behaviour_logprobs=[-0.5] * tokens, finish_reason="stop", completion_text="def f(x):\n    return x\n")
 
 
 def advantage_record(fb: dict, config_id: str, rng: random.Random) -> dict:
@@ -69,29 +67,27 @@ def advantage_record(fb: dict, config_id: str, rng: random.Random) -> dict:
     floats = dict.fromkeys(["r_precision", "r_style", "r_progress", "w_precision", "w_style", "w_progress",
                             "ema_baseline", "global_mean", "global_std", "group_mean", "group_std"], 0.0)
     advantage = 0.0 if raw in (0.0, 1.0) else rng.gauss(0, 1)
-    return {
-        **floats, "event_id": f"{fb['event_id']}-{config_id}", "schema_version": 1,
-        "created_at_ms": fb["created_at_ms"] + 5, "config_id": config_id, "rollout_id": fb["rollout_id"],
-        "feedback_event_id": fb["event_id"], "group_id": fb["group_id"], "task_id": fb["task_id"],
-        "bug_pattern": fb["bug_pattern"], "sample_index": fb["sample_index"], "group_size": 8, "group_members": 8,
-        "group_complete": True, "policy_version": fb["policy_version"], "reward_raw": raw, "r_test": raw,
-        "w_test": 1.0, "reward_enhanced": raw + (0.1 if config_id == "b" else 0.0), "reward_normalised": advantage,
-        "advantage": advantage, "global_count": 1000, "warmup": False, "hack_flags": fb["hack_flags"],
-        "prompt_token_ids": fb["prompt_token_ids"], "completion_token_ids": fb["completion_token_ids"],
-        "behaviour_logprobs": fb["behaviour_logprobs"], "finish_reason": "stop",
-    }
+    return build_record(
+        "Advantage", **floats, event_id=f"{fb['event_id']}-{config_id}", created_at_ms=fb["created_at_ms"] + 5,
+        config_id=config_id, rollout_id=fb["rollout_id"], feedback_event_id=fb["event_id"], group_id=fb["group_id"],
+        task_id=fb["task_id"], bug_pattern=fb["bug_pattern"], sample_index=fb["sample_index"], group_size=8,
+        group_members=8, group_complete=True, policy_version=fb["policy_version"], reward_raw=raw, r_test=raw,
+        w_test=1.0, reward_enhanced=raw + (0.1 if config_id == "b" else 0.0), reward_normalised=advantage,
+        advantage=advantage, global_count=1000, warmup=False, hack_flags=fb["hack_flags"],
+        prompt_token_ids=fb["prompt_token_ids"], completion_token_ids=fb["completion_token_ids"],
+        behaviour_logprobs=fb["behaviour_logprobs"], finish_reason="stop")
 
 
 def metric_records(tag: str) -> list[dict]:
     rows = []
     for step in range(2000):
-        rows.append({"event_id": f"{tag}-l{step}", "schema_version": 1, "created_at_ms": T0_MS + step * 3600,
-                     "source": "learner", "step": step, "config_id": "a",
-                     "values": {"loss/kl_ref": 0.01, "grad_norm": 1.0, "lag_mean": 1.0}, "labels": {}})
+        rows.append(build_record("Metric", event_id=f"{tag}-l{step}", created_at_ms=T0_MS + step * 3600,
+                                 source="learner", step=step, config_id="a",
+                                 values={"loss/kl_ref": 0.01, "grad_norm": 1.0, "lag_mean": 1.0}))
     for version in range(VERSIONS):
-        rows.append({"event_id": f"{tag}-e{version}", "schema_version": 1, "created_at_ms": T0_MS + version,
-                     "source": "eval", "step": version, "config_id": "a", "values": {"success_at_1": 0.3},
-                     "labels": {"policy_version": str(version)}})
+        rows.append(build_record("Metric", event_id=f"{tag}-e{version}", created_at_ms=T0_MS + version,
+                                 source="eval", step=version, config_id="a", values={"success_at_1": 0.3},
+                                 labels={"policy_version": str(version)}))
     return rows
 
 

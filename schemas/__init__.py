@@ -15,6 +15,7 @@ from schemas.codec import (
     encode,
     new_event_fields,
 )
+from schemas.records import build_record
 
 __all__ = [
     "CODEC",
@@ -23,6 +24,7 @@ __all__ = [
     "MalformedRecordError",
     "SchemaMismatchError",
     "UnknownSchemaError",
+    "build_record",
     "decode",
     "encode",
     "new_event_fields",

@@ -18,7 +18,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from infra.platform.settings import bootstrap_servers
 from infra.platform.topics import Topics
-from schemas.codec import CODEC, HEADER_LEN, Codec, DecodeError, new_event_fields
+from schemas.codec import CODEC, HEADER_LEN, Codec, DecodeError
+from schemas.records import build_record
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +62,10 @@ class EventProducer:
             self.failed.append(f"{msg.topic()}[{msg.partition()}]: {err}")
 
     def send(self, topic: str, key: str | bytes | None, payload: str, record: dict[str, Any]) -> dict[str, Any]:
-        """Encode `record` as `payload` (an Avro record name) and produce it. Adds the envelope
-        fields (event_id, schema_version, created_at_ms) when missing; returns the full record."""
-        full = {**new_event_fields(), **record}
+        """Encode `record` as `payload` (an Avro record name) and produce it. The record is
+        completed by its schema (`build_record`: the envelope when missing, every default) and
+        refused with a ValueError for a field the schema lacks; returns the full record."""
+        full = build_record(payload, codec=self._codec, new_event=True, **record)
         self.send_raw(topic, key, self._codec.encode(payload, full))
         return full
 

@@ -46,44 +46,6 @@ def feedback_event_id(rollout_id: str, evaluator_version: str) -> str:
     return hashlib.sha256(f"feedback:{evaluator_version}:{rollout_id}".encode()).hexdigest()[:32]
 
 
-def sandbox_failure_feedback(task: dict | None, rollout: dict, exc: BaseException) -> dict[str, Any]:
-    """The feedback of a rollout whose evaluation failed: nothing passed, error kind ``sandbox``.
-
-    The style class is ``autofix`` (the neutral one): the candidate was never looked at, so
-    it is neither rewarded nor charged for style.
-    """
-    task = task or {}
-    return {
-        "event_id": feedback_event_id(rollout["rollout_id"], EVALUATOR_FAILURE_VERSION),
-        "schema_version": 1,
-        "created_at_ms": rollout["created_at_ms"],
-        "rollout_id": rollout["rollout_id"],
-        "group_id": rollout["group_id"],
-        "task_id": rollout["task_id"],
-        "bug_pattern": task.get("bug_pattern", ""),
-        "difficulty": task.get("difficulty", 0.0),
-        "sample_index": rollout["sample_index"],
-        "group_size": rollout["group_size"],
-        "policy_version": rollout["policy_version"],
-        "evaluator_version": EVALUATOR_FAILURE_VERSION,
-        "repeats": 0,
-        "tests_total": len(task.get("tests", [])),
-        "tests_passed": 0,
-        "pass_fraction_runs": [0.0],
-        "test_outcomes": [],
-        "error_kind": "sandbox",
-        "error_message": f"{type(exc).__name__}: {exc}"[:2000],
-        "runtime_ms": 0.0,
-        "tree_edit_distance": 1.0,
-        "style_class": "autofix",
-        "prompt_token_ids": list(rollout["prompt_token_ids"]),
-        "completion_token_ids": list(rollout["completion_token_ids"]),
-        "behaviour_logprobs": list(rollout["behaviour_logprobs"]),
-        "finish_reason": rollout["finish_reason"],
-        "completion_text": rollout.get("completion_text", ""),
-    }
-
-
 def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluate | None = None,
                      pool: object | None = None) -> None:
     tasks_topic = app.topic(settings.topics.tasks)
@@ -146,5 +108,11 @@ def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluat
                 feedback.setdefault("created_at_ms", rollout["created_at_ms"])
                 value = CODEC.encode("Feedback", feedback)
             except Exception as exc:  # any evaluator failure becomes a sandbox feedback, never a stuck group
-                value = CODEC.encode("Feedback", sandbox_failure_feedback(task, rollout, exc))
+                # imported here: the evaluator's module loads the signal libraries, which a
+                # worker whose evaluations all succeed (or that never evaluates) need not load
+                from streams.feedback.evaluate import sandbox_failure_feedback
+
+                value = CODEC.encode("Feedback", sandbox_failure_feedback(
+                    task, rollout, f"{type(exc).__name__}: {exc}", EVALUATOR_FAILURE_VERSION,
+                    event_id=feedback_event_id(rollout["rollout_id"], EVALUATOR_FAILURE_VERSION)))
             await feedback_topic.send(key=rollout["group_id"].encode(), value=value)

@@ -19,6 +19,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from schemas.records import build_record
 from streams.agents.grouping import GroupBuffer, ReadyGroup
 from streams.agents.monitoring import WindowStats
 from streams.reshaping.config import ReshapingConfig
@@ -141,17 +142,12 @@ class PartitionReshaper:
         if self.window.groups == 0:
             return []
         start = self.window_start_ms
-        metric = {
-            "event_id": metric_event_id(self.cfg.config_id, self.partition, start),
-            "schema_version": 1,
-            "created_at_ms": start + self.metrics_window_ms,
-            "source": "reshape",
-            "step": self.state.groups,
-            "config_id": self.cfg.config_id,
-            "values": self.window.values(),
-            "labels": {"partition": str(self.partition), "window_start_ms": str(start),
-                       "window_ms": str(self.metrics_window_ms)},
-        }
+        metric = build_record(
+            "Metric", event_id=metric_event_id(self.cfg.config_id, self.partition, start),
+            created_at_ms=start + self.metrics_window_ms, source="reshape", step=self.state.groups,
+            config_id=self.cfg.config_id, values=self.window.values(),
+            labels={"partition": str(self.partition), "window_start_ms": str(start),
+                    "window_ms": str(self.metrics_window_ms)})
         self.window = WindowStats()
         return [metric]
 

@@ -16,10 +16,12 @@ import asyncio
 import hashlib
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.prompt import candidate_code, extract_code
+from schemas.records import build_record
 from streams.sandbox import EvalRequest, EvalResult, ErrorKind, SandboxPool
 from streams.signals import (SignalConfig, check_style, classify_fix, detect_hacks, random_inputs,
                              rename_entry_point, tree_edit_distance)
@@ -144,53 +146,70 @@ def evaluate_rollout(task: dict, rollout: dict, pool: SandboxPool, cfg: Evaluato
 
 def build_feedback(task: dict, rollout: dict, candidate: str, runs: SandboxRuns | None, cfg: EvaluatorConfig,
                    evaluator_error: str = "") -> dict:
-    """Pure: the feedback record body (schemas/feedback.avsc without the envelope)."""
+    """Pure: the feedback record (schemas/feedback.avsc) without its event id, which the publisher adds.
+    ``runs`` None: the evaluator broke, ``evaluator_error`` says how (`sandbox_failure_feedback`)."""
     buggy = task["buggy_code"]
-    tests_total = len(task["tests"])
-    if runs is None:
-        first, fractions = None, [0.0]
-        error_kind, error_message = ErrorKind.SANDBOX.value, evaluator_error
-    else:
-        first = runs.tests[0]
-        fractions = [r.pass_fraction for r in runs.tests]
-        error_kind, error_message = first.error_kind.value, first.error_message
-    passed_all = first is not None and all(r.tests_passed == r.tests_total and r.tests_total for r in runs.tests)
     distance = tree_edit_distance(buggy, candidate, cfg.signals)
     style = check_style(candidate, cfg.signals)
     hacks = detect_hacks(buggy, candidate, list(task["tests"]), cfg.signals)
-    flags = list(hacks.flags)
+    # what the code alone tells, known even when it never ran
+    code_signals = {
+        "tree_edit_distance": float(distance.normalised), "tree_edit_distance_raw": int(distance.raw),
+        "style_class": style.style_class, "flake8_codes": list(style.codes), "hack_flags": list(hacks.flags),
+        "cyclomatic_complexity": int(hacks.complexity), "completion_text": rollout["completion_text"][:20000],
+    }
+    if runs is None:
+        return sandbox_failure_feedback(task, rollout, evaluator_error, cfg.version, **code_signals)
+    first = runs.tests[0]
     # what the sandbox saw at run time raises the flag the static detector has for that trick
     for sandbox_flag, hack_flag in RUNTIME_HACK_FLAGS.items():
-        if first is not None and sandbox_flag in first.flags and hack_flag not in flags:
-            flags.append(hack_flag)
-    rename_passed = None
-    if runs is not None and runs.renamed is not None:
-        rename_passed = runs.renamed.tests_passed == first.tests_passed
-    adv_checked = runs.adversarial_checked if runs and runs.adversarial else 0
+        if sandbox_flag in first.flags and hack_flag not in code_signals["hack_flags"]:
+            code_signals["hack_flags"].append(hack_flag)
+    passed_all = all(r.tests_passed == r.tests_total and r.tests_total for r in runs.tests)
+    adv_checked = runs.adversarial_checked if runs.adversarial else 0
     adv_mismatch = (runs.adversarial.tests_total - runs.adversarial.tests_passed) if adv_checked else 0
+    return build_record(
+        "Feedback", leave_out=("event_id",), **_from_rollout(rollout), **code_signals,
+        bug_pattern=task["bug_pattern"], difficulty=float(task["difficulty"]), evaluator_version=cfg.version,
+        repeats=len(runs.tests), tests_total=len(task["tests"]), tests_passed=first.tests_passed,
+        pass_fraction_runs=[r.pass_fraction for r in runs.tests],
+        test_outcomes=[{"index": o.index, "passed": o.passed, "error_kind": o.error_kind.value,
+                        "message": o.message[:500], "runtime_ms": float(o.runtime_ms)} for o in first.outcomes],
+        error_kind=first.error_kind.value, error_message=first.error_message[:2000],
+        runtime_ms=float(sum(r.runtime_ms for r in runs.tests) / len(runs.tests)),
+        fixed_pattern=classify_fix(buggy, candidate, cfg.signals) if passed_all else "",
+        adversarial_mismatches=int(adv_mismatch), adversarial_checked=int(adv_checked),
+        rename_passed=runs.renamed.tests_passed == first.tests_passed if runs.renamed is not None else None,
+    )
+
+
+def sandbox_failure_feedback(task: dict | None, rollout: dict, error_message: str, evaluator_version: str,
+                             **known: Any) -> dict:
+    """The feedback of a rollout whose evaluation broke (the evaluator, not the candidate):
+    nothing passed, error kind ``sandbox``. ``known``: fields known all the same (the code
+    signals, an event id). Without them the code counts as never looked at: distance 1 and
+    style ``autofix``, the neutral class, so the candidate is neither rewarded nor charged."""
+    task = task or {}  # a task that never arrived
+    return build_record(
+        "Feedback", leave_out=("event_id",), **{
+            **_from_rollout(rollout), "bug_pattern": task.get("bug_pattern", ""),
+            "difficulty": float(task.get("difficulty", 0.0)), "evaluator_version": evaluator_version,
+            "repeats": 0, "tests_total": len(task.get("tests", [])), "tests_passed": 0, "pass_fraction_runs": [0.0],
+            "test_outcomes": [], "error_kind": ErrorKind.SANDBOX.value, "error_message": error_message[:2000],
+            "runtime_ms": 0.0, "tree_edit_distance": 1.0, "style_class": "autofix",
+            "completion_text": rollout.get("completion_text", ""), **known,
+        })
+
+
+def _from_rollout(rollout: dict) -> dict:
+    """The fields a feedback record carries over from its rollout."""
     return {
         "rollout_id": rollout["rollout_id"], "group_id": rollout["group_id"], "task_id": rollout["task_id"],
-        "bug_pattern": task["bug_pattern"], "difficulty": float(task["difficulty"]),
         "sample_index": rollout["sample_index"], "group_size": rollout["group_size"],
-        "policy_version": rollout["policy_version"], "evaluator_version": cfg.version,
-        "repeats": len(fractions) if runs else 0, "tests_total": tests_total,
-        "tests_passed": first.tests_passed if first else 0,
-        "pass_fraction_runs": fractions,
-        "test_outcomes": [{"index": o.index, "passed": o.passed, "error_kind": o.error_kind.value,
-                           "message": o.message[:500], "runtime_ms": float(o.runtime_ms)}
-                          for o in (first.outcomes if first else [])],
-        "error_kind": error_kind, "error_message": error_message[:2000],
-        "runtime_ms": float(sum(r.runtime_ms for r in runs.tests) / len(runs.tests)) if runs else 0.0,
-        "tree_edit_distance": float(distance.normalised), "tree_edit_distance_raw": int(distance.raw),
-        "style_class": style.style_class, "flake8_codes": list(style.codes), "hack_flags": flags,
-        "cyclomatic_complexity": int(hacks.complexity),
-        "fixed_pattern": classify_fix(buggy, candidate, cfg.signals) if passed_all else "",
-        "adversarial_mismatches": int(adv_mismatch), "adversarial_checked": int(adv_checked),
-        "rename_passed": rename_passed,
+        "policy_version": rollout["policy_version"],
         "prompt_token_ids": list(rollout["prompt_token_ids"]),
         "completion_token_ids": list(rollout["completion_token_ids"]),
-        "behaviour_logprobs": list(rollout["behaviour_logprobs"]),
-        "finish_reason": rollout["finish_reason"], "completion_text": rollout["completion_text"][:20000],
+        "behaviour_logprobs": list(rollout["behaviour_logprobs"]), "finish_reason": rollout["finish_reason"],
         # the event time of the feedback is the rollout's, so windows follow generation time
         "created_at_ms": rollout["created_at_ms"],
     }

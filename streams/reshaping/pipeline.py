@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from schemas.records import build_record
 from streams.reshaping.advantages import normalise, transform
 from streams.reshaping.config import ReshapingConfig
 from streams.reshaping.errors import InvalidFeedbackError, StateMismatchError
@@ -46,8 +47,6 @@ from streams.reshaping.stats import EmaBaseline, FailureHistory, RunningStats
 
 # Quantities with a global running statistic; reward_enhanced is the one that normalises.
 TRACKED = ("reward_raw", "r_test", "r_precision", "r_style", "r_progress", "reward_enhanced")
-
-ADVANTAGE_SCHEMA_VERSION = 1
 
 
 def _fresh_stats() -> dict[str, RunningStats]:
@@ -270,44 +269,44 @@ def reshape_group(
     records_by_input: dict[int, dict] = {}
     for pos, fb in enumerate(members):
         c = components[pos]
-        records_by_input[order[pos]] = {
-            "schema_version": ADVANTAGE_SCHEMA_VERSION,
-            "config_id": cfg.config_id,
-            "rollout_id": fb["rollout_id"],
-            "feedback_event_id": fb["event_id"],
-            "group_id": fb["group_id"],
-            "task_id": fb["task_id"],
-            "bug_pattern": fb["bug_pattern"],
-            "sample_index": fb["sample_index"],
-            "group_size": size,
-            "group_members": len(members),
-            "group_complete": len(members) == size,
-            "policy_version": fb["policy_version"],
-            "reward_raw": raws[pos],
-            "r_test": c.r_test,
-            "r_precision": c.r_precision,
-            "r_style": c.r_style,
-            "r_progress": c.r_progress,
-            "w_test": weights.test,
-            "w_precision": weights.precision,
-            "w_style": weights.style,
-            "w_progress": weights.progress,
-            "reward_enhanced": enhanced[pos],
-            "reward_normalised": norm.values[pos],
-            "advantage": transform(norm.values[pos], cfg.transform),
-            "ema_baseline": baseline.value,
-            "global_count": glob.count,
-            "global_mean": glob.mean,
-            "global_std": glob.std,
-            "group_mean": norm.group_mean,
-            "group_std": norm.group_std,
-            "warmup": norm.warmup,
-            "hack_flags": list(fb.get("hack_flags", [])),
-            "prompt_token_ids": list(fb["prompt_token_ids"]),
-            "completion_token_ids": list(fb["completion_token_ids"]),
-            "behaviour_logprobs": list(fb["behaviour_logprobs"]),
-            "finish_reason": fb["finish_reason"],
-        }
+        records_by_input[order[pos]] = build_record(
+            "Advantage", leave_out=("event_id", "created_at_ms"),
+            config_id=cfg.config_id,
+            rollout_id=fb["rollout_id"],
+            feedback_event_id=fb["event_id"],
+            group_id=fb["group_id"],
+            task_id=fb["task_id"],
+            bug_pattern=fb["bug_pattern"],
+            sample_index=fb["sample_index"],
+            group_size=size,
+            group_members=len(members),
+            group_complete=len(members) == size,
+            policy_version=fb["policy_version"],
+            reward_raw=raws[pos],
+            r_test=c.r_test,
+            r_precision=c.r_precision,
+            r_style=c.r_style,
+            r_progress=c.r_progress,
+            w_test=weights.test,
+            w_precision=weights.precision,
+            w_style=weights.style,
+            w_progress=weights.progress,
+            reward_enhanced=enhanced[pos],
+            reward_normalised=norm.values[pos],
+            advantage=transform(norm.values[pos], cfg.transform),
+            ema_baseline=baseline.value,
+            global_count=glob.count,
+            global_mean=glob.mean,
+            global_std=glob.std,
+            group_mean=norm.group_mean,
+            group_std=norm.group_std,
+            warmup=norm.warmup,
+            hack_flags=list(fb.get("hack_flags", [])),
+            prompt_token_ids=list(fb["prompt_token_ids"]),
+            completion_token_ids=list(fb["completion_token_ids"]),
+            behaviour_logprobs=list(fb["behaviour_logprobs"]),
+            finish_reason=fb["finish_reason"],
+        )
     new_state = replace(
         state,
         config_id=cfg.config_id,

@@ -21,7 +21,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from schemas.codec import decode, encode
+from tests import factories
+from tests.factories import roundtrip
 
 T0 = 1_700_000_040_000  # 2023-11-14 22:14:00 UTC, a whole minute, in ms
 WINDOW_MS = 60_000
@@ -52,10 +53,6 @@ HEALTHY_PROXY = [0.2, 0.4, 0.6, 0.8, 1.0]
 HEALTHY_HELDOUT = [0.10, 0.20, 0.30, 0.40, 0.50]
 
 
-def roundtrip(payload: str, record: dict) -> dict:
-    return decode(encode(payload, record))
-
-
 def rollout_id(version: int, pattern: str, k: int) -> str:
     return f"r-{version}-{pattern}-{k}"
 
@@ -76,22 +73,11 @@ def rollouts() -> list[dict[str, Any]]:
 
 
 def feedback(fact: dict[str, Any]) -> dict:
-    outcomes = [
-        {"index": i, "passed": i < fact["passed"], "error_kind": "none" if i < fact["passed"] else "wrong_answer",
-         "message": "", "runtime_ms": 2.0}
-        for i in range(TESTS)
-    ]
-    return roundtrip("Feedback", {
-        "event_id": f"fb-{fact['rollout_id']}", "schema_version": 1, "created_at_ms": fact["time_ms"],
-        "rollout_id": fact["rollout_id"], "group_id": fact["group_id"], "task_id": f"t-{fact['pattern']}",
-        "bug_pattern": fact["pattern"], "difficulty": 0.5, "sample_index": fact["k"], "group_size": 4,
-        "policy_version": fact["version"], "evaluator_version": "e1", "repeats": 1,
-        "tests_total": TESTS, "tests_passed": fact["passed"], "pass_fraction_runs": [fact["passed"] / TESTS],
-        "test_outcomes": outcomes, "error_kind": "none" if fact["passed"] == TESTS else "wrong_answer",
-        "runtime_ms": 10.0, "tree_edit_distance": 0.25, "style_class": "clean", "hack_flags": fact["hack_flags"],
-        "prompt_token_ids": [1, 2, 3], "completion_token_ids": [4, 5], "behaviour_logprobs": [-0.5, -1.0],
-        "finish_reason": "stop", "completion_text": "def f(x):\n    return x + 1\n",
-    })
+    return roundtrip("Feedback", factories.feedback(
+        **factories.run_fields([i < fact["passed"] for i in range(TESTS)]), event_id=f"fb-{fact['rollout_id']}",
+        created_at_ms=fact["time_ms"], rollout_id=fact["rollout_id"], group_id=fact["group_id"],
+        task_id=f"t-{fact['pattern']}", bug_pattern=fact["pattern"], sample_index=fact["k"],
+        policy_version=fact["version"], hack_flags=fact["hack_flags"]))
 
 
 def reward(config_id: str, fact: dict[str, Any]) -> float:
@@ -108,21 +94,14 @@ def advantage(config_id: str, fact: dict[str, Any], value: float, reward_enhance
               time_ms: int | None = None) -> dict:
     raw = fact["passed"] / TESTS
     enhanced = reward(config_id, fact) if reward_enhanced is None else reward_enhanced
-    floats = dict.fromkeys(["r_precision", "r_style", "r_progress", "w_precision", "w_style", "w_progress",
-                            "ema_baseline", "global_mean", "global_std", "group_mean", "group_std"], 0.0)
-    return roundtrip("Advantage", {
-        **floats,
-        "event_id": f"adv-{config_id}-{fact['rollout_id']}", "schema_version": 1,
-        "created_at_ms": (time_ms or fact["time_ms"]) + 500, "config_id": config_id,
-        "rollout_id": fact["rollout_id"], "feedback_event_id": f"fb-{fact['rollout_id']}",
-        "group_id": fact["group_id"], "task_id": f"t-{fact['pattern']}", "bug_pattern": fact["pattern"],
-        "sample_index": fact["k"], "group_size": 4, "group_members": 4, "group_complete": True,
-        "policy_version": fact["version"], "reward_raw": raw, "r_test": raw, "w_test": 1.0,
-        "reward_enhanced": enhanced, "reward_normalised": value, "advantage": value,
-        "global_count": 100, "warmup": False, "hack_flags": fact["hack_flags"],
-        "prompt_token_ids": [1, 2, 3], "completion_token_ids": [4, 5], "behaviour_logprobs": [-0.5, -1.0],
-        "finish_reason": "stop",
-    })
+    # the raw reward is the test component, weighted 1; every other component and statistic is 0
+    floats = {**dict.fromkeys(factories.ADVANTAGE_FLOATS, 0.0), "reward_raw": raw, "r_test": raw, "w_test": 1.0,
+              "reward_enhanced": enhanced, "reward_normalised": value}
+    return roundtrip("Advantage", factories.advantage(
+        **floats, event_id=f"adv-{config_id}-{fact['rollout_id']}", created_at_ms=(time_ms or fact["time_ms"]) + 500,
+        config_id=config_id, rollout_id=fact["rollout_id"], feedback_event_id=f"fb-{fact['rollout_id']}",
+        group_id=fact["group_id"], task_id=f"t-{fact['pattern']}", bug_pattern=fact["pattern"], sample_index=fact["k"],
+        policy_version=fact["version"], advantage=value, global_count=100, hack_flags=fact["hack_flags"]))
 
 
 def advantages(config_id: str) -> list[dict]:
@@ -141,10 +120,8 @@ def advantages(config_id: str) -> list[dict]:
 
 def metric(event_id: str, source: str, step: int, time_ms: int, values: dict[str, float], config_id: str = "",
            labels: dict[str, str] | None = None) -> dict:
-    return roundtrip("Metric", {
-        "event_id": event_id, "schema_version": 1, "created_at_ms": time_ms, "source": source, "step": step,
-        "config_id": config_id, "values": values, "labels": labels or {},
-    })
+    return roundtrip("Metric", factories.metric(event_id=event_id, created_at_ms=time_ms, source=source, step=step,
+                                                config_id=config_id, values=values, labels=labels or {}))
 
 
 def learner_values(step: int) -> dict[str, float]:

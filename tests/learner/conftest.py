@@ -3,6 +3,7 @@
 import pytest
 
 from learner.tiny import build_tiny_llama
+from tests.factories import advantage as advantage_record
 
 
 @pytest.fixture(scope="session")
@@ -21,21 +22,22 @@ def _make_record(
     group_members=2,
     behaviour=None,
 ):
-    """An advantage record with the fields the learner reads (schemas/advantage.avsc)."""
-    return {
-        "group_id": group_id,
-        "sample_index": sample_index,
-        "group_members": group_members,
-        "group_size": group_members,
-        "prompt_token_ids": list(prompt),
-        "completion_token_ids": list(completion),
-        "behaviour_logprobs": (
+    """An advantage record (schemas/advantage.avsc), given the fields the learner reads."""
+    return advantage_record(
+        rollout_id=f"{group_id}-r{sample_index}",
+        group_id=group_id,
+        sample_index=sample_index,
+        group_members=group_members,
+        group_size=group_members,
+        prompt_token_ids=list(prompt),
+        completion_token_ids=list(completion),
+        behaviour_logprobs=(
             list(behaviour) if behaviour is not None else [-5.5] * len(completion)
         ),
-        "advantage": advantage,
-        "policy_version": policy_version,
-        "finish_reason": finish_reason,
-    }
+        advantage=advantage,
+        policy_version=policy_version,
+        finish_reason=finish_reason,
+    )
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, TopicPartition
 from infra.platform.topics import Topics
 from schemas.codec import CODEC
 from streams.settings import StreamSettings
+from tests import factories
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,19 +25,13 @@ def feedback(group_id: str, index: int, size: int, passed: float, *, pattern: st
              created_at_ms: int = 1_700_000_000_000, distance: float = 0.2, style: str = "clean",
              hacks: list[str] | None = None, fixed: bool = False) -> dict:
     """A complete Feedback record for one rollout of a group."""
-    rid = f"{group_id}-r{index}"
-    return {
-        "event_id": uuid.uuid4().hex, "schema_version": 1, "created_at_ms": created_at_ms,
-        "rollout_id": rid, "group_id": group_id, "task_id": f"task-{group_id}", "bug_pattern": pattern,
-        "difficulty": 0.5, "sample_index": index, "group_size": size, "policy_version": 3,
-        "evaluator_version": "test", "repeats": 1, "tests_total": 4, "tests_passed": round(passed * 4),
-        "pass_fraction_runs": [passed], "test_outcomes": [], "error_kind": "none" if passed == 1 else "wrong_answer",
-        "error_message": "", "runtime_ms": 1.0, "tree_edit_distance": distance, "tree_edit_distance_raw": 2,
-        "style_class": style, "flake8_codes": [], "hack_flags": hacks or [], "cyclomatic_complexity": 1,
-        "fixed_pattern": pattern if fixed else "", "adversarial_mismatches": 0, "adversarial_checked": 0,
-        "rename_passed": None, "prompt_token_ids": [1, 2, 3], "completion_token_ids": [4, 5],
-        "behaviour_logprobs": [-0.5, -0.25], "finish_reason": "stop", "completion_text": "",
-    }
+    return factories.feedback(
+        event_id=uuid.uuid4().hex, created_at_ms=created_at_ms, rollout_id=f"{group_id}-r{index}", group_id=group_id,
+        task_id=f"task-{group_id}", bug_pattern=pattern, sample_index=index, group_size=size, policy_version=3,
+        evaluator_version="test", tests_passed=round(passed * 4), pass_fraction_runs=[passed],
+        error_kind="none" if passed == 1 else "wrong_answer", runtime_ms=1.0, tree_edit_distance=distance,
+        tree_edit_distance_raw=2, style_class=style, hack_flags=hacks or [], cyclomatic_complexity=1,
+        fixed_pattern=pattern if fixed else "", behaviour_logprobs=[-0.5, -0.25])
 
 
 def unique(prefix: str) -> str:
