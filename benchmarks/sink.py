@@ -126,8 +126,9 @@ def bench_sink(n: int, batch_rows: int) -> None:
     group = f"bench-{tag}"
     # start the fresh group at today's end of the topic: the sink reads only this run's events
     probe = Consumer(consumer_config(group, bootstrap))
-    partitions = probe.list_topics("feedback", timeout=10).topics["feedback"].partitions
-    ends = [TopicPartition("feedback", p, probe.get_watermark_offsets(TopicPartition("feedback", p), 10)[1])
+    topic = Topics().feedback
+    partitions = probe.list_topics(topic, timeout=10).topics[topic].partitions
+    ends = [TopicPartition(topic, p, probe.get_watermark_offsets(TopicPartition(topic, p), 10)[1])
             for p in partitions]
     probe.commit(offsets=ends, asynchronous=False)
     probe.close()
@@ -137,12 +138,12 @@ def bench_sink(n: int, batch_rows: int) -> None:
     start = time.perf_counter()
     with EventProducer(bootstrap) as producer:
         for record in records:
-            producer.send(Topics().feedback, record["group_id"], "Feedback", record)
+            producer.send(topic, record["group_id"], "Feedback", record)
     print(f"produced {n} feedback events in {time.perf_counter() - start:.1f}s")
 
     count_sql = "SELECT count() FROM feedback FINAL WHERE evaluator_version = {tag:String}"
     with tempfile.TemporaryDirectory() as path, TimedStore(path) as store:
-        sink = Sink(SinkConfig(only=[Topics().feedback], group_id=group, batch_rows=batch_rows), bootstrap, store=store)
+        sink = Sink(SinkConfig(only=[topic], group_id=group, batch_rows=batch_rows), bootstrap, store=store)
         first = None
         deadline = time.monotonic() + 600
         stored = 0

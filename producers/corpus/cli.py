@@ -97,8 +97,9 @@ def publish(
     bootstrap: Annotated[Optional[str], typer.Option(help="Kafka bootstrap servers; default: the local broker")] = None,
 ) -> None:
     """Publish tasks to the `tasks` topic, keyed by task_id."""
+    from infra.platform.topics import Topics
     from producers.task_publisher import publish_tasks
 
     tasks = [t for t in read_tasks(path) if not split or t["split"] in split]
     delivered = publish_tasks(tasks, bootstrap)
-    Console().print(f"published {delivered} tasks to 'tasks'")
+    Console().print(f"published {delivered} tasks to '{Topics().tasks}'")

@@ -194,10 +194,6 @@ class ReshapingConfig(_Section):
         """First 12 hex digits of the sha256 of the canonical JSON (a valid Kafka topic suffix)."""
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:CONFIG_ID_LENGTH]
 
-    @property
-    def topic(self) -> str:
-        return f"advantages.{self.config_id}"
-
 
 def _describe(exc: ValidationError) -> str:
     lines = []

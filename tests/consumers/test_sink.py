@@ -12,14 +12,16 @@ from confluent_kafka import Producer
 
 from consumers.store import open_store
 from infra.platform.kafka_io import EventProducer
-from infra.platform.topics import Topics
+from infra.platform.topics import Topics, ensure_topics
 
 pytestmark = pytest.mark.kafka
+
+METRICS = Topics().metrics  # the sink tests write metrics: small records of every kind of field
 
 
 def _metrics(producer: EventProducer, tag: str, n: int) -> None:
     for i in range(n):
-        producer.send("metrics", tag, "Metric", {"source": tag, "step": i, "config_id": "", "values": {"v": float(i)},
+        producer.send(METRICS, tag, "Metric", {"source": tag, "step": i, "config_id": "", "values": {"v": float(i)},
                                                  "labels": {}})
 
 
@@ -36,7 +38,6 @@ def _sink_cmd(store_path, group, *extra):
 
 
 def test_sink_stores_every_event_once_and_dead_letters_poison(kafka_bootstrap, kafka_admin, tmp_path):
-    from infra.platform.topics import ensure_topics
 
     ensure_topics(kafka_admin, Topics().event_specs())
     tag = f"sink-{uuid.uuid4().hex[:8]}"
@@ -44,7 +45,7 @@ def test_sink_stores_every_event_once_and_dead_letters_poison(kafka_bootstrap, k
         _metrics(producer, tag, 500)
         producer.flush()
         raw = Producer({"bootstrap.servers": kafka_bootstrap})
-        raw.produce("metrics", key=tag.encode(), value=b"\x00 not avro " + tag.encode())
+        raw.produce(METRICS, key=tag.encode(), value=b"\x00 not avro " + tag.encode())
         raw.flush()
         _metrics(producer, tag + "b", 3)
     store_path = tmp_path / "chdb"
@@ -65,7 +66,6 @@ def test_sink_stores_every_event_once_and_dead_letters_poison(kafka_bootstrap, k
 
 
 def test_sink_killed_mid_batch_loses_and_duplicates_nothing(kafka_bootstrap, kafka_admin, tmp_path):
-    from infra.platform.topics import ensure_topics
 
     ensure_topics(kafka_admin, Topics().event_specs())
     tag = f"crash-{uuid.uuid4().hex[:8]}"
@@ -84,7 +84,7 @@ def test_sink_killed_mid_batch_loses_and_duplicates_nothing(kafka_bootstrap, kaf
     deadline = time.monotonic() + 240
     committed = 0
     while time.monotonic() < deadline:
-        offs = probe.committed([TopicPartition("metrics", 0)], timeout=5)
+        offs = probe.committed([TopicPartition(METRICS, 0)], timeout=5)
         committed = max(offs[0].offset, 0)
         if committed > 0:
             break
@@ -127,7 +127,6 @@ def test_sink_stores_older_writer_schemas_and_dead_letters_a_corrupt_body(kafka_
     schema is resolved to the current one (its missing field takes the default)."""
     from consumers.sink import Sink, SinkConfig
     from consumers.store import ChdbStore
-    from infra.platform.topics import ensure_topics
     from schemas.codec import CODEC, HEADER_LEN, Codec
 
     ensure_topics(kafka_admin, Topics().event_specs())
@@ -142,16 +141,16 @@ def test_sink_stores_older_writer_schemas_and_dead_letters_a_corrupt_body(kafka_
         _metrics(producer, tag, 30)
         good = CODEC.encode("Metric", {"event_id": f"{tag}-x", "created_at_ms": 1, "source": tag, "step": 99,
                                        "values": {}, "labels": {}})
-        producer.send_raw("metrics", tag, good[:HEADER_LEN + 3])  # valid header, truncated body
+        producer.send_raw(METRICS, tag, good[:HEADER_LEN + 3])  # valid header, truncated body
         _metrics(producer, tag, 30)
-        producer.send_raw("metrics", tag, old.encode("Metric", {"event_id": f"{tag}-old", "schema_version": 1,
+        producer.send_raw(METRICS, tag, old.encode("Metric", {"event_id": f"{tag}-old", "schema_version": 1,
                                                                 "created_at_ms": 5, "source": tag + "-old",
                                                                 "step": 1, "config_id": "", "values": {"v": 2.0}}))
     # the group starts after the other tests' metrics, and every record of this test is in one batch
     group = f"g-{tag}"
-    _commit_at_end(kafka_bootstrap, group, "metrics", before=62)
+    _commit_at_end(kafka_bootstrap, group, METRICS, before=62)
     with ChdbStore(tmp_path / "chdb") as store:
-        sink = Sink(SinkConfig(only=[Topics().metrics], group_id=group, batch_rows=100_000, batch_seconds=60),
+        sink = Sink(SinkConfig(only=[METRICS], group_id=group, batch_rows=100_000, batch_seconds=60),
                     kafka_bootstrap, store=store)
         _sink_until_idle(sink)
         sink.consumer.close()

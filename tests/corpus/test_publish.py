@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from infra.platform.kafka_io import read_topic
+from infra.platform.topics import Topics
 from tests.foundation.samples import SAMPLES
 
 pytestmark = pytest.mark.kafka
@@ -26,6 +27,6 @@ def test_publish_sends_every_task_of_the_chosen_splits(kafka_bootstrap, kafka_ad
                          env={**os.environ, "PYTHONPATH": os.getcwd()}, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "published 3 tasks" in out.stdout
-    got = {e.record["task_id"]: e for e in read_topic("tasks", kafka_bootstrap) if e.record["task_id"].startswith(f"pub-{tag}")}
+    got = {e.record["task_id"]: e for e in read_topic(Topics().tasks, kafka_bootstrap) if e.record["task_id"].startswith(f"pub-{tag}")}
     assert sorted(got) == [f"pub-{tag}-{i}" for i in (1, 3, 5)]
     assert all(e.key.decode() == e.record["task_id"] for e in got.values())

@@ -43,8 +43,9 @@ def test_policy_version_advances_and_report_is_written(finished_run):
 def test_clickhouse_rows_equal_topic_events_exactly(finished_run):
     cfg, summary, bootstrap = finished_run
     config_id = summary["config_id"]
-    topics = {"tasks": "tasks", "rollouts": "rollouts", "feedback": "feedback", "policy": "policy",
-              "metrics": "metrics", f"advantages.{config_id}": "advantages"}
+    names = cfg.topics
+    topics = {names.tasks: "tasks", names.rollouts: "rollouts", names.feedback: "feedback", names.policy: "policy",
+              names.metrics: "metrics", names.advantages(config_id): "advantages"}
     with open_store(str(cfg.run_dir / "chdb")) as store:
         for topic, table in topics.items():
             events = read_topic(topic, bootstrap)
@@ -169,4 +170,4 @@ def test_sigkill_of_each_component_loses_and_doubles_nothing(crashed_run):
             counts[table] = plain
     print(f"killed at policy versions {killed}; restarts {summary['restarts']}; rows {counts}")
     assert counts["rollouts"] == counts["feedback"] == counts["advantages"] > 0, counts
-    assert counts["rollouts"] == len(read_topic("rollouts", bootstrap))
+    assert counts["rollouts"] == len(read_topic(cfg.topics.rollouts, bootstrap))

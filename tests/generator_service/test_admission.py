@@ -5,6 +5,7 @@ from __future__ import annotations
 import fastavro
 import pytest
 
+from infra.platform.topics import Topics
 from producers.generator.backends.base import Sample, SamplingParams
 from schemas.prompt import PROMPT_TEMPLATE_VERSION
 from producers.generator.service import GenerateRunConfig, admission, rollout_records
@@ -75,13 +76,8 @@ def test_run_config_loads_from_yaml_with_topic_defaults(tmp_path):
         4,
         2,
     )
-    assert (cfg.topics.tasks, cfg.topics.rollouts, cfg.topics.policy, cfg.topics.metrics) == (
-        "tasks",
-        "rollouts",
-        "policy",
-        "metrics",
-    )
-    assert cfg.scored_topic == "advantages.cfg7"
+    assert cfg.topics == Topics()  # the default namespace
+    assert cfg.scored_topic == Topics().advantages("cfg7")
 
 
 def test_run_config_rejects_unknown_knobs(tmp_path):

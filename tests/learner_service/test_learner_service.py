@@ -75,7 +75,7 @@ def learner_cfg(tmp: Path, **kw) -> LearnerConfig:
 
 
 def metrics_of(bootstrap, config_id, learner_id):
-    return [e.record for e in read_topic("metrics", bootstrap) if e.record["config_id"] == config_id
+    return [e.record for e in read_topic(Topics().metrics, bootstrap) if e.record["config_id"] == config_id
             and e.record["labels"].get("learner_id") == learner_id]
 
 
@@ -103,7 +103,7 @@ def test_learns_toy_preference_and_publishes_versions(kafka_bootstrap, setup, tm
     assert (after[0] - after[1]) - (before[0] - before[1]) > 1.0
     assert service.learner.policy_version == 8
 
-    versions = [e.record["version"] for e in read_topic("policy", kafka_bootstrap)
+    versions = [e.record["version"] for e in read_topic(Topics().policy, kafka_bootstrap)
                 if e.record["config_id"] == config_id]
     assert versions == list(range(1, 9))
     metrics = metrics_of(kafka_bootstrap, config_id, "learner")

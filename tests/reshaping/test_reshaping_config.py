@@ -4,6 +4,7 @@ import typing
 import pytest
 import yaml
 
+from infra.platform.topics import Topics
 from streams.reshaping.config import ReshapingConfig, config_from_dict, load_config, load_preset
 from streams.reshaping.errors import ConfigError
 
@@ -25,7 +26,7 @@ def test_presets_load_and_differ():
     assert raw.config_id != full.config_id
     for cfg in (raw, full):
         assert re.fullmatch(r"[0-9a-f]{12}", cfg.config_id)
-        assert KAFKA_TOPIC.match(cfg.topic) and cfg.topic == f"advantages.{cfg.config_id}"
+        assert KAFKA_TOPIC.match(Topics().advantages(cfg.config_id))
 
 
 def test_unknown_preset_is_refused():
