@@ -82,6 +82,7 @@ def create_app(app_id: str, cfg: ReshapingConfig, bootstrap: str, data_dir: str 
         key_serializer="raw",
         value_serializer="raw",
         broker_commit_interval=settings.commit_interval_s,
+        broker_commit_livelock_soft_timeout=settings.commit_livelock_timeout_s,
         broker_session_timeout=settings.session_timeout_s,
         broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
         consumer_auto_offset_reset="earliest",

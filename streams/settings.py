@@ -30,6 +30,11 @@ class StreamSettings(BaseModel):
         "a restarted worker recovers exactly the newest delivered state; rocksdb keeps a local copy too "
         "(faster restarts of large tables).")
     commit_interval_s: float = Field(0.5, gt=0, description="how often offsets (and transactions) commit.")
+    commit_livelock_timeout_s: float = Field(
+        3600.0, gt=0, description="Faust logs an error when a partition with records left to read has not "
+        "committed for this long, counted from worker start while it never committed. A feedback partition "
+        "can get its first record long after the worker starts (groups hash onto partitions, and a small run "
+        "has few groups), which Faust's 300 s default reports as a stuck worker at the first record.")
     group_timeout_ms: int = Field(30_000, ge=1, description="log time a group waits for its missing members.")
     late_grace_ms: int = Field(
         2_000, ge=0, description="the timer releases groups only this far behind the wall clock, "

@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -123,20 +125,30 @@ def _split(results: list[EvalResult], repeats: int, n_adv: int, renamed: bool) -
     return SandboxRuns(tests, adversarial, n_adv, rest.pop(0) if renamed else None)
 
 
+# The signals (libcst, black, flake8, hypothesis draws) take up to a second of CPU per
+# rollout. Run on the event loop they stall it, and with it the worker's commits, heartbeats
+# and timers; one thread keeps the loop turning and never runs two of them at once (the
+# signal libraries keep module-level state and are not documented as thread-safe).
+SIGNAL_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="signals")
+
+
 async def aevaluate_rollout(task: dict, rollout: dict, pool: SandboxPool, cfg: EvaluatorConfig | None = None) -> dict:
     """Evaluate one rollout without blocking the event loop. Never raises for bad candidates:
     an evaluator failure becomes error kind `sandbox` in the record."""
     cfg = cfg or EvaluatorConfig()
     candidate = (candidate_code(rollout["completion_text"], task["buggy_code"]) if cfg.carry_task_imports
                  else extract_code(rollout["completion_text"]))
-    requests, n_adv, renamed = _requests(task, candidate, cfg, seed=rollout.get("sampling_seed", 0))
+    loop = asyncio.get_running_loop()
+    requests, n_adv, renamed = await loop.run_in_executor(
+        SIGNAL_THREAD, _requests, task, candidate, cfg, rollout.get("sampling_seed", 0))
     try:
         results = await asyncio.gather(*(pool.aevaluate(r) for r in requests))
-        runs = _split(list(results), cfg.repeats, n_adv, renamed)
+        runs, error = _split(list(results), cfg.repeats, n_adv, renamed), ""
     except Exception as exc:  # the evaluator itself broke: say so in the stream, do not stall it
         log.exception("evaluation of %s failed", rollout.get("rollout_id"))
-        return build_feedback(task, rollout, candidate, None, cfg, evaluator_error=f"{type(exc).__name__}: {exc}")
-    return build_feedback(task, rollout, candidate, runs, cfg)
+        runs, error = None, f"{type(exc).__name__}: {exc}"
+    return await loop.run_in_executor(SIGNAL_THREAD, partial(build_feedback, evaluator_error=error),
+                                      task, rollout, candidate, runs, cfg)
 
 
 def evaluate_rollout(task: dict, rollout: dict, pool: SandboxPool, cfg: EvaluatorConfig | None = None) -> dict:
