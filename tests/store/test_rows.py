@@ -4,15 +4,19 @@ import pytest
 
 from consumers.store import RowShapeError, UnknownTableError, table_for_topic, to_row
 from consumers.store.rows import to_columns
+from infra.platform.topics import Topics
 
 
-def test_topics_route_to_tables():
-    assert table_for_topic("feedback") == "feedback"
-    assert table_for_topic("advantages.base") == "advantages"
-    assert table_for_topic("advantages.v2-ema") == "advantages"
-    assert table_for_topic("deadletter") == "dead_letters"
+@pytest.mark.parametrize("topics", [Topics(), Topics(prefix="exp-full-s1.")])
+def test_topics_route_to_tables(topics):
+    assert table_for_topic(topics.feedback, topics) == "feedback"
+    assert table_for_topic(topics.advantages("base"), topics) == "advantages"
+    assert table_for_topic(topics.advantages("v2-ema"), topics) == "advantages"
+    assert table_for_topic(topics.deadletter, topics) == "dead_letters"
     with pytest.raises(UnknownTableError):
-        table_for_topic("advantages")  # a bare prefix is no config stream
+        table_for_topic(topics.prefix + "advantages.", topics)  # a bare prefix is no config stream
+    with pytest.raises(UnknownTableError):
+        table_for_topic("other." + topics.feedback, topics)  # another namespace's topic
 
 
 def test_created_at_ms_becomes_utc_event_time():
