@@ -10,6 +10,7 @@ so worker start-up is left out.
 from __future__ import annotations
 
 import argparse
+import uuid
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
 from infra.platform.kafka_io import EventProducer  # noqa: E402
@@ -27,9 +29,32 @@ from infra.platform.topics import KEEP_FOREVER, TopicSpec, ensure_topics  # noqa
 from streams.app import ensure_app_topics  # noqa: E402
 from streams.replay import ReplayOptions, run_replay  # noqa: E402
 from streams.reshaping.config import PRESETS_DIR, load_preset  # noqa: E402
-from tests.streams.helpers import WorkerProcess, end_offsets, feedback, isolated_settings, unique  # noqa: E402
+from infra.platform.topics import Topics  # noqa: E402
+from schemas.records import build_record  # noqa: E402
+from streams.settings import StreamSettings  # noqa: E402
 
 SIZE = 4
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def bench_settings(**overrides) -> StreamSettings:
+    """Stream settings with topics of this run's own."""
+    return StreamSettings(topics=Topics(prefix=unique("bench") + "."), partitions=2, **overrides)
+
+
+def feedback(group: str, index: int, passed: float, pattern: str, created_at_ms: int) -> dict:
+    """One rollout's feedback of a group of SIZE: four tests, ``passed`` of them passing."""
+    return build_record(
+        "Feedback", event_id=uuid.uuid4().hex, created_at_ms=created_at_ms, rollout_id=f"{group}-r{index}",
+        group_id=group, task_id=f"task-{group}", bug_pattern=pattern, difficulty=0.5, sample_index=index,
+        group_size=SIZE, policy_version=3, evaluator_version="bench", repeats=1, tests_total=4,
+        tests_passed=round(passed * 4), pass_fraction_runs=[passed], test_outcomes=[],
+        error_kind="none" if passed == 1 else "wrong_answer", runtime_ms=1.0, tree_edit_distance=0.2,
+        style_class="clean", prompt_token_ids=[1, 2, 3], completion_token_ids=[4, 5],
+        behaviour_logprobs=[-0.5, -0.25], finish_reason="stop")
 
 
 def create(admin, name: str, partitions: int) -> None:
@@ -46,21 +71,26 @@ def fill(bootstrap: str, topic: str, events: int) -> None:
     with EventProducer(bootstrap) as producer:
         for g in range(events // SIZE):
             for i in range(SIZE):
-                fb = feedback(f"g{g}", i, SIZE, passes[(g + i) % 5], pattern=f"p{g % 5}",
+                fb = feedback(f"g{g}", i, passes[(g + i) % 5], pattern=f"p{g % 5}",
                               created_at_ms=1_700_000_000_000 + g)
                 producer.send(topic, fb["group_id"], "Feedback", fb)
 
 
 def rate_on(bootstrap: str, topic: str, partitions: int, events: int, timeout_s: float = 600) -> float:
+    """Records/s written to ``topic`` from its first record until it holds ``events``."""
     first_t = None
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        n = sum(end_offsets(bootstrap, topic, partitions))
-        if n and first_t is None:
-            first_t, first_n = time.monotonic(), n
-        if n >= events:
-            return (n - first_n) / max(time.monotonic() - first_t, 1e-9)
-        time.sleep(0.2)
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("offsets")})  # reads end offsets only
+    try:
+        while time.monotonic() < deadline:
+            n = sum(probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions))
+            if n and first_t is None:
+                first_t, first_n = time.monotonic(), n
+            if n >= events:
+                return (n - first_n) / max(time.monotonic() - first_t, 1e-9)
+            time.sleep(0.2)
+    finally:
+        probe.close()
     raise TimeoutError(f"{topic}: fewer than {events} records after {timeout_s}s")
 
 
@@ -95,7 +125,7 @@ def main() -> None:
 
     if not args.skip_agents:
         agents(bootstrap, admin, cfg, tmp, args.agent_events)
-    replay_settings = isolated_settings()
+    replay_settings = bench_settings()
     create(admin, replay_settings.topics.feedback, replay_settings.partitions)
     fill(bootstrap, replay_settings.topics.feedback, args.replay_events)
     report = run_replay(cfg, ReplayOptions(bootstrap=bootstrap, settings=replay_settings,
@@ -106,7 +136,7 @@ def main() -> None:
 
 def agents(bootstrap: str, admin, cfg, tmp: Path, events: int) -> None:
     """The reshape agent against the pass-through agent, on the same feedback topic."""
-    settings = isolated_settings(agents=("reshape",))
+    settings = bench_settings(agents=("reshape",))
     app_id = unique("bench")
     ensure_app_topics(admin, app_id, cfg, settings)
     sink = unique("bench-passthrough")
@@ -120,11 +150,17 @@ def agents(bootstrap: str, admin, cfg, tmp: Path, events: int) -> None:
     finally:
         base.terminate()
         base.wait(30)
-    worker = WorkerProcess(tmp, app_id, PRESETS_DIR / "full.yaml", settings, bootstrap).start()
+    settings_file = tmp / "settings.json"
+    settings_file.write_text(settings.model_dump_json())
+    worker = subprocess.Popen([sys.executable, "-m", "streams.cli", "worker", "--config", str(PRESETS_DIR / "full.yaml"),
+                               "--app-id", app_id, "--settings", str(settings_file), "--data-dir", str(tmp / "data"),
+                               "--bootstrap", bootstrap], cwd=REPO, stdout=(tmp / "worker.log").open("ab"),
+                              stderr=subprocess.STDOUT)
     try:
         rs_rate = rate_on(bootstrap, settings.topics.advantages(cfg.config_id), settings.partitions, events)
     finally:
-        worker.stop()
+        worker.terminate()
+        worker.wait(60)
     print(f"pass-through agent: {pt_rate:,.0f} events/s")
     print(f"reshape agent:      {rs_rate:,.0f} events/s  (slowdown x{pt_rate / rs_rate:.2f}, goal <= 1.3)")
 
