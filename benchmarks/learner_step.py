@@ -1,11 +1,16 @@
 """Overhead of one learner step over a plain forward/backward of the same model and batch.
 
-Prints two ratios:
-  step / plain      time of ``Learner.step`` (batching, loss, stats, AdamW, schedule) over a
-                    bare ``-(A * log pi)`` forward + backward + AdamW step; goal <= 1.1;
+Prints three ratios:
+  step / plain      time of ``Learner.step`` with whole rows (batching, loss, stats, AdamW,
+                    schedule) over a bare ``-(A * log pi)`` forward + backward + AdamW step of
+                    the same rows; goal <= 1.1;
+  shared / whole    ``Learner.step`` with each group's prompt run once
+                    (``share_prompt_forward``, the default) over the step on whole rows;
   batch / step      share of the step spent assembling micro-batches from records.
 
 Usage: python benchmarks/learner_step.py [--hidden 128 --layers 4 --vocab 4096 ...]
+       python benchmarks/learner_step.py --model .cache/models/smollm2-135m-instruct \
+           --groups 2 --prompt-len 200 --completion-len 160 --micro-batch-tokens 8192 --repeats 3
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--model", default=None, help="a Hugging Face model folder instead of a tiny random Llama")
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--vocab", type=int, default=4096)
@@ -101,7 +107,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     disable_progress_bar()
 
-    model_dir = build_tiny_llama(
+    model_dir = args.model or build_tiny_llama(
         tempfile.mkdtemp(prefix="bench_llama_"),
         config=tiny_llama_config(
             args.vocab, args.hidden, args.layers, num_attention_heads=4
@@ -117,7 +123,7 @@ def main() -> None:
         args.group_size,
         args.prompt_len,
         args.completion_len,
-        args.vocab,
+        learner.model.config.vocab_size,
         cfg.seed,
     )
     micro = plan_step(
@@ -125,22 +131,29 @@ def main() -> None:
     ).micro_batches
     micro = [mb.to(learner.device) for mb in micro]
 
-    learner.step(records)  # warm-up both paths once
+    def timed_step(share: bool) -> tuple[float, float]:
+        learner.cfg.share_prompt_forward = share
+        metrics = learner.step(records)
+        return metrics.step_seconds, metrics.batch_seconds / metrics.step_seconds
+
+    timed_step(False)  # warm-up every path once
+    timed_step(True)
     plain_step(learner, micro, cfg.temperature)
-    step_times, plain_times, batch_shares = [], [], []
+    step_times, shared_times, plain_times, batch_shares = [], [], [], []
     for _ in range(
         args.repeats
-    ):  # interleaved, so load changes on the host hit both alike
-        metrics = learner.step(records)
-        step_times.append(metrics.step_seconds)
-        batch_shares.append(metrics.batch_seconds / metrics.step_seconds)
+    ):  # interleaved, so load changes on the host hit every path alike
+        seconds, share = timed_step(False)
+        step_times.append(seconds)
+        batch_shares.append(share)
+        shared_times.append(timed_step(True)[0])
         t0 = time.perf_counter()
         plain_step(learner, micro, cfg.temperature)
         plain_times.append(time.perf_counter() - t0)
 
     tokens = sum(len(r["completion_token_ids"]) for r in records)
     print(
-        f"model: llama hidden={args.hidden} layers={args.layers} vocab={args.vocab} "
+        f"model: {args.model or f'llama hidden={args.hidden} layers={args.layers} vocab={args.vocab}'} "
         f"{'full' if args.full else 'LoRA'}; device={learner.device}; torch threads={torch.get_num_threads()}"
     )
     print(
@@ -151,6 +164,11 @@ def main() -> None:
     print(
         f"step / plain forward-backward:  {min(step_times) / min(plain_times):.3f} (min)  "
         f"{statistics.median(step_times) / statistics.median(plain_times):.3f} (median)"
+    )
+    print(
+        f"shared prompts / whole rows:    {min(shared_times) / min(step_times):.3f} (min)  "
+        f"{statistics.median(shared_times) / statistics.median(step_times):.3f} (median)   "
+        f"step {statistics.median(shared_times):.2f} s vs {statistics.median(step_times):.2f} s"
     )
     print(
         f"batch assembly / step:          {statistics.median(batch_shares):.4f} (median)"

@@ -165,6 +165,12 @@ class LearnerConfig(BaseModel):
     gradient_checkpointing: bool = Field(
         True, description="Recompute activations in backward (CUDA only)."
     )
+    share_prompt_forward: bool = Field(
+        True,
+        description="Run each distinct prompt of a micro-batch once and its completions on the prompt's key/value "
+        "cache (a GRPO group's K rows share one prompt): the same log-probs and gradients for about 2.5x less "
+        "work on a CPU. Not used under gradient checkpointing, which keeps no cache.",
+    )
 
     # --- bookkeeping ------------------------------------------------------------------
     seed: int = Field(

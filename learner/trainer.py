@@ -111,13 +111,14 @@ class Learner:
         return token_logprobs(
             self.model, mb.input_ids, mb.attention_mask, mb.completion_start, self.cfg.temperature,
             completion_length=mb.completion_mask.shape[1], with_entropy=with_entropy,
-            entropy_grad=self.cfg.entropy_coef > 0,
+            entropy_grad=self.cfg.entropy_coef > 0, share_prompts=self.cfg.share_prompt_forward,
         )  # fmt: skip
 
     def _reference(self, mb: MicroBatch) -> torch.Tensor:
         return reference_logprobs(
             self.model, self.reference, mb.input_ids, mb.attention_mask, mb.completion_start,
             self.cfg.temperature, completion_length=mb.completion_mask.shape[1],
+            share_prompts=self.cfg.share_prompt_forward,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ the step
