@@ -159,3 +159,19 @@ def test_the_default_config_builds_this_backend_with_its_cpu_budget(tiny_dir, tm
     engine = make_backend(GeneratorConfig(model_dir=tiny_dir, compute_type="int8", threads=1))
     assert isinstance(engine, CTranslate2Backend)
     assert (engine.compute_type, engine.threads, engine.generator.compute_type) == ("int8", 1, "int8_float32")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_conversion_leaves_the_garbage_collector_as_it_found_it(tiny_dir, tmp_path, enabled):
+    import gc
+
+    from producers.generator.backends.ct2 import convert
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        convert(tiny_dir, tmp_path / "engine", "float32")
+        assert (tmp_path / "engine" / "model.bin").is_file()
+        assert gc.get_freeze_count() == 0 and gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

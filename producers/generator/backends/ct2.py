@@ -18,12 +18,15 @@ transformers backend is the one to use where exact repeats matter.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import shutil
 import tempfile
 import time
 import weakref
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -58,13 +61,29 @@ def convert(model_dir: Path, out_dir: Path, compute_type: str) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         # Weights are stored in the precision they are computed in, so loading never re-quantizes.
-        TransformersConverter(str(model_dir)).convert(str(tmp), quantization=compute_type, force=True)
+        with heap_frozen():
+            TransformersConverter(str(model_dir)).convert(str(tmp), quantization=compute_type, force=True)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         tmp.rename(out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
+
+
+@contextmanager
+def heap_frozen() -> Iterator[None]:
+    """The objects that exist now kept out of the garbage collector's sight until the block ends.
+
+    The converter calls ``gc.collect()`` once per decoder layer to free the weights it has
+    copied; each call walks the whole heap, which in a generator process holds torch and
+    transformers: measured, 7.1 of a 10.8 s hot-swap. Frozen (``gc.freeze``), the old heap
+    is skipped, while what the conversion itself makes is still collected."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def cached_conversion(model_dir: Path, compute_type: str, cache_dir: Path) -> Path:
