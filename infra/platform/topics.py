@@ -19,7 +19,8 @@ KEEP_FOREVER = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.byt
 COMPACT = {"cleanup.policy": "compact"}
 
 DEFAULT_PARTITIONS = 4
-_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+_CONFIG_ID_CHARS = _NAME_CHARS - {"."}  # one topic name segment
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class Topics(BaseModel):
 
     def advantages(self, config_id: str) -> str:
         """``advantages.<config_id>``: one stream per reshaping config."""
-        if not config_id or not all(c.isalnum() or c in "-_" for c in config_id):
+        if not config_id or not set(config_id) <= _CONFIG_ID_CHARS:
             raise ValueError(f"invalid reshaping config id {config_id!r} for a topic name")
         return self.prefix + "advantages." + config_id
 
