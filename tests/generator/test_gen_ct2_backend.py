@@ -159,6 +159,7 @@ def test_the_default_config_builds_this_backend_with_its_cpu_budget(tiny_dir, tm
     engine = make_backend(GeneratorConfig(model_dir=tiny_dir, compute_type="int8", threads=1))
     assert isinstance(engine, CTranslate2Backend)
     assert (engine.compute_type, engine.threads, engine.generator.compute_type) == ("int8", 1, "int8_float32")
+    assert (engine.replicas, engine.generator.num_generators) == (1, 1)
 
 
 @pytest.mark.parametrize("enabled", [True, False])
@@ -175,3 +176,17 @@ def test_a_conversion_leaves_the_garbage_collector_as_it_found_it(tiny_dir, tmp_
         assert gc.get_freeze_count() == 0 and gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_replicas_generate_chunks_at_once_and_keep_the_prompt_order(tiny_dir, prompts):
+    """Two single-threaded replicas: five prompts go out as two chunks at the same time, and
+    each group still answers its own prompt (greedy: the same completion as one replica gives)."""
+    one = CTranslate2Backend(tiny_dir, compute_type="float32", threads=1)
+    two = CTranslate2Backend(tiny_dir, compute_type="float32", threads=2)
+    assert two.generator.num_generators == 2
+    five = (prompts * 3)[:5]
+    greedy = SamplingParams(n=2, temperature=0.0, max_new_tokens=6)
+    assert [[s.token_ids for s in g] for g in two.generate(five, greedy)] == \
+        [[s.token_ids for s in g] for g in one.generate(five, greedy)]
+    sampled = two.generate(five, SamplingParams(n=3, temperature=1.0, max_new_tokens=6))
+    assert [len(g) for g in sampled] == [3] * 5

@@ -6,6 +6,12 @@ at each sampled token, from the engine's own raw logits (`return_logits_vocab`),
 the log-probabilities of the policy that actually sampled, quantization included. The
 learner's truncated importance sampling corrects the gap to its full-precision weights.
 
+Cores. The CPU budget (`threads`, 0: every core) runs as that many engine replicas of one
+thread each, generating separate chunks of a call's prompts at the same time: for a model of
+this size one thread per batch uses a core best. Measured on 2 cores (SmolLM2-135M int8, K = 4,
+128 new tokens): one replica on one thread 115.5 tokens/s, one replica on two threads 77.5,
+two replicas of one thread 178.7 (2 prompts per call) and 231.5 (4 prompts per call).
+
 Policy versions. The engine cannot wear a LoRA adapter, so a new version is merged into the
 base weights with peft and converted again (`load_policy`); `last_swap_s` records what a swap
 cost. The converted base is cached under .cache/models/ct2, keyed by the model's manifest, the
@@ -20,6 +26,8 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import math
+import os
 import shutil
 import tempfile
 import time
@@ -118,6 +126,7 @@ class CTranslate2Backend:
         self.base_dir = Path(model_dir)
         self.compute_type = compute_type
         self.threads = threads
+        self.replicas = threads or os.cpu_count() or 1  # one single-threaded replica per core
         self.max_batch_sequences = max_batch_sequences
         self.tokenizer = AutoTokenizer.from_pretrained(self.base_dir)
         self.stop_token_ids = _stop_tokens(self.base_dir, self.tokenizer.eos_token_id)
@@ -134,7 +143,7 @@ class CTranslate2Backend:
     def _open(self, engine_dir: Path):
         ct2 = _ctranslate2()
         return ct2.Generator(str(engine_dir), device="cpu", compute_type=self.compute_type,
-                             inter_threads=1, intra_threads=self.threads)
+                             inter_threads=self.replicas, intra_threads=1)
 
     # ---- hot swap -------------------------------------------------------------------------
 
@@ -183,30 +192,30 @@ class CTranslate2Backend:
         if params.seed is not None:
             _ctranslate2().set_random_seed(params.seed)
         rows = rows_per_prompt(params)
-        per_chunk = max(1, self.max_batch_sequences // rows)
-        groups: list[list[Sample]] = []
-        for start in range(0, len(prompts), per_chunk):
-            groups.extend(self._generate_chunk(prompts[start : start + per_chunk], params, rows))
-        return groups if rows == params.n else [group * params.n for group in groups]
-
-    def _generate_chunk(self, prompts: list[list[int]], params: SamplingParams, rows: int) -> list[list[Sample]]:
+        # as many chunks as there are replicas (each under the batch cap), run at the same time
+        per_chunk = max(1, min(self.max_batch_sequences // rows, math.ceil(len(prompts) / self.replicas)))
         temperature = 1.0 if params.greedy else params.temperature
-        results = self.generator.generate_batch(
-            [self.tokenizer.convert_ids_to_tokens(p) for p in prompts],
-            num_hypotheses=rows,
-            max_length=params.max_new_tokens,
-            sampling_topk=1 if params.greedy else params.top_k,  # 0: the whole vocabulary
-            sampling_topp=params.top_p,
-            sampling_temperature=temperature,
-            include_prompt_in_result=False,
-            end_token=self.stop_token_ids,
-            return_end_token=True,
-            return_logits_vocab=True,
-        )
-        return [
-            [self._to_sample(ids, logits, temperature) for ids, logits in zip(r.sequences_ids, r.logits)]
-            for r in results
+        pending = [
+            self.generator.generate_batch(
+                [self.tokenizer.convert_ids_to_tokens(p) for p in prompts[start : start + per_chunk]],
+                num_hypotheses=rows,
+                max_length=params.max_new_tokens,
+                sampling_topk=1 if params.greedy else params.top_k,  # 0: the whole vocabulary
+                sampling_topp=params.top_p,
+                sampling_temperature=temperature,
+                include_prompt_in_result=False,
+                end_token=self.stop_token_ids,
+                return_end_token=True,
+                return_logits_vocab=True,
+                asynchronous=True,
+            )
+            for start in range(0, len(prompts), per_chunk)
         ]
+        groups = [
+            [self._to_sample(ids, logits, temperature) for ids, logits in zip(r.sequences_ids, r.logits)]
+            for r in (future.result() for chunk in pending for future in chunk)
+        ]
+        return groups if rows == params.n else [group * params.n for group in groups]
 
     def score(self, prompt: list[int], completion: list[int], temperature: float = 1.0) -> list[float]:
         """The engine's log_softmax(logits / T) at each token of `completion` after `prompt`:
