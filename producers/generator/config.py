@@ -28,7 +28,8 @@ class GeneratorConfig(BaseModel):
         "int8", description="Precision of the ctranslate2 backend's weights and kernels (see README for the choice)."
     )
     threads: int = Field(
-        0, ge=0, description="CPU threads of the generation engine (torch or ctranslate2); 0 keeps the engine's default."
+        0, ge=0, description="CPU cores of the generation engine: torch threads, or ctranslate2 replicas of one "
+        "thread each; 0: torch's default, every core for ctranslate2."
     )
     group_size: int = Field(8, ge=1, description="K: samples per task, one GRPO group.")
     temperature: float = Field(1.0, ge=0.0, description="Sampling temperature; 0 means greedy.")
