@@ -41,6 +41,7 @@ from learner_step import make_records, plain_step  # noqa: E402
 
 from learner.batching import GroupAccumulator, plan_step  # noqa: E402
 from learner.config import LearnerConfig  # noqa: E402
+from learner.precision import autocast  # noqa: E402
 from learner.trainer import Learner  # noqa: E402
 from producers.evaluation.metrics import paired_bootstrap  # noqa: E402
 from schemas.codec import new_event_fields  # noqa: E402
@@ -134,16 +135,10 @@ def _plain_seconds(learner: Learner, micro, device: torch.device) -> float:
     """One plain forward/backward/AdamW step in the learner's own precision (bf16 autocast on CUDA)."""
     _sync(device)
     t0 = time.perf_counter()
-    with _autocast(device):
+    with autocast(device, learner.compute_dtype):
         plain_step(learner, micro, learner.cfg.temperature)
     _sync(device)
     return time.perf_counter() - t0
-
-
-def _autocast(device: torch.device):
-    import contextlib
-
-    return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
 
 
 def _sync(device: torch.device) -> None:

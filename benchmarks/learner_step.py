@@ -7,6 +7,11 @@ Prints three ratios:
   shared / whole    ``Learner.step`` with each group's prompt run once
                     (``share_prompt_forward``, the default) over the step on whole rows;
   batch / step      share of the step spent assembling micro-batches from records.
+  bf16 / float32    the step (shared prompts) under bf16 autocast over the same step in float32,
+                    with each precision's attention kernel (``learner/precision.py``); fast only
+                    where the CPU multiplies in bf16 (avx512_bf16, AMX).
+
+The first three ratios run in float32, whatever the CPU, so they compare across machines.
 
 Usage: python benchmarks/learner_step.py [--hidden 128 --layers 4 --vocab 4096 ...]
        python benchmarks/learner_step.py --model .cache/models/smollm2-135m-instruct \
@@ -26,6 +31,7 @@ from transformers.utils.logging import disable_progress_bar
 
 from learner.batching import plan_step
 from learner.config import LearnerConfig
+from learner.precision import NATIVE_BF16_CPU_FLAGS, cpu_flags
 from learner.tiny import build_tiny_llama, tiny_llama_config
 from learner.trainer import Learner
 
@@ -115,9 +121,10 @@ def main() -> None:
     )
     cfg = LearnerConfig(
         use_lora=not args.full, groups_per_step=args.groups, micro_batch_tokens=args.micro_batch_tokens,
-        learning_rate=1e-5,
+        learning_rate=1e-5, precision="float32",
     )  # fmt: skip
     learner = Learner(cfg, model_dir)
+    bf16_learner = Learner(cfg.model_copy(update={"precision": "bfloat16"}), model_dir)
     records = make_records(
         args.groups,
         args.group_size,
@@ -139,7 +146,8 @@ def main() -> None:
     timed_step(False)  # warm-up every path once
     timed_step(True)
     plain_step(learner, micro, cfg.temperature)
-    step_times, shared_times, plain_times, batch_shares = [], [], [], []
+    bf16_learner.step(records)
+    step_times, shared_times, plain_times, batch_shares, bf16_times = [], [], [], [], []
     for _ in range(
         args.repeats
     ):  # interleaved, so load changes on the host hit every path alike
@@ -150,6 +158,7 @@ def main() -> None:
         t0 = time.perf_counter()
         plain_step(learner, micro, cfg.temperature)
         plain_times.append(time.perf_counter() - t0)
+        bf16_times.append(bf16_learner.step(records).step_seconds)
 
     tokens = sum(len(r["completion_token_ids"]) for r in records)
     print(
@@ -172,6 +181,13 @@ def main() -> None:
     )
     print(
         f"batch assembly / step:          {statistics.median(batch_shares):.4f} (median)"
+    )
+    native = sorted(NATIVE_BF16_CPU_FLAGS & cpu_flags()) or "none: bf16 is emulated"
+    print(
+        f"bf16 / float32 (shared):        {min(bf16_times) / min(shared_times):.3f} (min)  "
+        f"{statistics.median(bf16_times) / statistics.median(shared_times):.3f} (median)   "
+        f"step {statistics.median(bf16_times):.2f} s vs {statistics.median(shared_times):.2f} s; "
+        f"native bf16 flags: {native}"
     )
 
 

@@ -27,6 +27,10 @@ def learn(config: Path = typer.Option(..., "--config", exists=True, dir_okay=Fal
     stopping = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stopping.update(now=True))
     service = LearnerService(run)
+    learner = service.learner
+    # which arithmetic `precision: auto` chose on this machine (learner/precision.py)
+    typer.echo(f"learner on {learner.device}, autocast {learner.compute_dtype or 'off (float32)'}; "
+               f"from step {learner.step_count}, policy version {learner.policy_version}", err=True)
     try:
         done = service.run(lambda: stopping["now"])
     finally:

@@ -1,14 +1,14 @@
 """Policy model: load a local causal LM, wrap it for LoRA or full fine-tuning, and score
 sampled tokens.
 
-Weights stay fp32; on CUDA the forward runs under bf16 autocast (fp32 master weights keep
-small LoRA updates from being rounded away) with gradient checkpointing. On CPU everything
-is fp32, which is also what makes resume bit-exact there.
+Weights stay fp32. The passes run under bf16 autocast where the hardware multiplies in bf16
+(`learner/precision.py`: CUDA, and CPUs with avx512_bf16 or AMX; fp32 master weights keep
+small LoRA updates from being rounded away), in plain fp32 elsewhere; CUDA adds gradient
+checkpointing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from transformers import AutoModelForCausalLM, PreTrainedModel
 from trl.trainer.utils import selective_log_softmax_and_entropy
 
 from learner.config import LearnerConfig
+from learner.precision import attention_implementation, autocast, autocast_dtype
 
 
 class ModelLoadError(FileNotFoundError):
@@ -33,8 +34,9 @@ def load_policy(
         raise ModelLoadError(f"no config.json in {model_dir}")
     device = torch.device(device)
     model = AutoModelForCausalLM.from_pretrained(
-        model_dir, local_files_only=True, dtype=torch.float32
-    )
+        model_dir, local_files_only=True, dtype=torch.float32,
+        attn_implementation=attention_implementation(device, autocast_dtype(cfg.precision, device)),
+    )  # fmt: skip
     model.config.use_cache = False  # no KV cache in training passes
     if device.type == "cuda" and cfg.gradient_checkpointing:
         model.gradient_checkpointing_enable(
@@ -70,12 +72,6 @@ def trainable_parameters(model: torch.nn.Module) -> list[torch.nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
-def _autocast(device: torch.device):
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
 def token_logprobs(
     model: torch.nn.Module,
     input_ids: torch.Tensor,
@@ -86,6 +82,7 @@ def token_logprobs(
     with_entropy: bool = False,
     entropy_grad: bool = False,
     share_prompts: bool = False,
+    compute_dtype: torch.dtype | None = None,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Log-probabilities of the completion tokens under ``model`` at ``temperature``.
 
@@ -95,6 +92,7 @@ def token_logprobs(
         completion_length: ``T``, completion columns to return (default ``L - min(start)``).
         share_prompts: run each distinct prompt once and its rows' completions on its
             key/value cache (``shared_prompt_logits``); the same values, less work.
+        compute_dtype: autocast dtype of the forward (``learner.precision``); None: float32.
     Returns:
         ``[B, T]`` log-probs, column ``j`` scoring the ``j``-th completion token (columns past
         a row's completion hold finite values of no meaning; mask them). With
@@ -106,9 +104,11 @@ def token_logprobs(
         completion_length = length - int(start.min())
     # Gradient checkpointing makes the model drop its key/value cache in training passes.
     if share_prompts and not getattr(model, "is_gradient_checkpointing", False):
-        picked, targets = shared_prompt_logits(model, input_ids, attention_mask, start, completion_length)
+        logits_of = shared_prompt_logits
     else:
-        picked, targets = full_row_logits(model, input_ids, attention_mask, start, completion_length)
+        logits_of = full_row_logits
+    with autocast(input_ids.device, compute_dtype):
+        picked, targets = logits_of(model, input_ids, attention_mask, start, completion_length)
     logp, entropy = selective_log_softmax_and_entropy(
         picked, targets, entropy_requires_grad=entropy_grad, temperature=temperature
     )
@@ -125,8 +125,7 @@ def full_row_logits(
     """``[B, T, V]`` float32 logits predicting each completion token, and the ``[B, T]``
     tokens they predict, from one forward pass over every whole row."""
     length = input_ids.shape[1]
-    with _autocast(input_ids.device):
-        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
     # Position p predicts token p + 1: completion token j sits at start + j, predicted at start + j - 1.
     cols = torch.arange(completion_length, device=input_ids.device)
     target_pos = (start.unsqueeze(-1) + cols).clamp(max=length - 1)  # [B, T]
@@ -167,18 +166,17 @@ def shared_prompt_logits(
         k = len(rows)
         span = max(1, int(attention_mask[index].sum(1).max()) - p)  # the group's longest completion
         completion = input_ids[index, p : p + span]  # [k, span]; empty only past the last column
-        with _autocast(device):
-            prompt = model(input_ids=input_ids[index[:1], :p], use_cache=True, logits_to_keep=1)
-            picked = prompt.logits.expand(k, -1, -1)  # the prompt's last position predicts token 0
-            if span > 1:  # completion position j predicts token j + 1
-                cache = prompt.past_key_values
-                cache.batch_repeat_interleave(k)
-                positions = torch.arange(p, p + span, device=device).expand(k, -1)
-                rest = model(
-                    input_ids=completion, attention_mask=attention_mask[index, : p + span],
-                    past_key_values=cache, position_ids=positions, use_cache=False,
-                ).logits  # fmt: skip
-                picked = torch.cat([picked, rest[:, : span - 1]], dim=1)
+        prompt = model(input_ids=input_ids[index[:1], :p], use_cache=True, logits_to_keep=1)
+        picked = prompt.logits.expand(k, -1, -1)  # the prompt's last position predicts token 0
+        if span > 1:  # completion position j predicts token j + 1
+            cache = prompt.past_key_values
+            cache.batch_repeat_interleave(k)
+            positions = torch.arange(p, p + span, device=device).expand(k, -1)
+            rest = model(
+                input_ids=completion, attention_mask=attention_mask[index, : p + span],
+                past_key_values=cache, position_ids=positions, use_cache=False,
+            ).logits  # fmt: skip
+            picked = torch.cat([picked, rest[:, : span - 1]], dim=1)
         if completion.shape[1] == 0:  # rows of only a prompt: nothing to score, a placeholder target
             completion = input_ids[index, p - 1 : p]
         picked = picked.float()
@@ -206,19 +204,21 @@ def reference_logprobs(
     temperature: float,
     completion_length: int | None = None,
     share_prompts: bool = False,
+    compute_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """Log-probs under the reference policy: the base model (LoRA adapters disabled via
     peft's ``disable_adapter()``), or the frozen copy kept for full fine-tuning."""
     args = (input_ids, attention_mask, completion_start, temperature, completion_length)
+    options = {"share_prompts": share_prompts, "compute_dtype": compute_dtype}
     with torch.no_grad():
         if isinstance(model, PeftModel):
             with model.disable_adapter():
-                return token_logprobs(model, *args, share_prompts=share_prompts)
+                return token_logprobs(model, *args, **options)
         if reference is None:
             raise ValueError(
                 "full fine-tuning with beta > 0 needs a frozen reference model"
             )
-        return token_logprobs(reference, *args, share_prompts=share_prompts)
+        return token_logprobs(reference, *args, **options)
 
 
 def base_model_name(model: torch.nn.Module) -> str:

@@ -36,6 +36,7 @@ from learner.model import (
     token_logprobs,
     trainable_parameters,
 )
+from learner.precision import autocast_dtype
 
 
 @dataclass
@@ -89,6 +90,7 @@ class Learner:
         )
         seed_everything(cfg.seed)
         self.model = load_policy(self.model_dir, cfg, self.device)
+        self.compute_dtype = autocast_dtype(cfg.precision, self.device)
         self.reference = frozen_reference(self.model, cfg)
         self.optimizer = torch.optim.AdamW(
             trainable_parameters(self.model),
@@ -112,13 +114,14 @@ class Learner:
             self.model, mb.input_ids, mb.attention_mask, mb.completion_start, self.cfg.temperature,
             completion_length=mb.completion_mask.shape[1], with_entropy=with_entropy,
             entropy_grad=self.cfg.entropy_coef > 0, share_prompts=self.cfg.share_prompt_forward,
+            compute_dtype=self.compute_dtype,
         )  # fmt: skip
 
     def _reference(self, mb: MicroBatch) -> torch.Tensor:
         return reference_logprobs(
             self.model, self.reference, mb.input_ids, mb.attention_mask, mb.completion_start,
             self.cfg.temperature, completion_length=mb.completion_mask.shape[1],
-            share_prompts=self.cfg.share_prompt_forward,
+            share_prompts=self.cfg.share_prompt_forward, compute_dtype=self.compute_dtype,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ the step

@@ -57,7 +57,7 @@ def test_a_learner_step_is_the_same_with_and_without_shared_prompts(tiny_model_d
                for i, (g, p, c) in enumerate(ROWS) if g != "c"]
     steps = {}
     for share in (False, True):
-        cfg = LearnerConfig(share_prompt_forward=share, groups_per_step=2, learning_rate=1e-3,
+        cfg = LearnerConfig(share_prompt_forward=share, groups_per_step=2, learning_rate=1e-3, precision="float32",
                             checkpoint_dir=tmp_path / f"c{share}", publish_dir=tmp_path / f"p{share}")
         learner = Learner(cfg, tiny_model_dir, device="cpu")
         metrics = learner.step(records)
