@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from infra.compose.experiment import (ExperimentConfig, arm_run_config, results_markdown, results_table,
@@ -78,3 +80,29 @@ def test_an_arm_can_change_run_settings(tmp_path):
         exclude={"name"})
     with pytest.raises(ValueError):
         ExperimentConfig(arms={"x": {"reshaping": "raw", "unknown": 1}})
+
+
+PRESETS = sorted((Path(__file__).resolve().parents[2] / "producers" / "evaluation" / "presets").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.stem)
+def test_every_preset_gives_a_valid_run_for_each_arm_and_seed(preset):
+    cfg = ExperimentConfig.from_yaml(preset)
+    for arm in cfg.arms:
+        for seed in cfg.seeds:
+            run = arm_run_config(cfg, arm, seed)
+            assert run.steps >= 1 and run.seed == seed
+
+
+def test_the_1k_preset_is_the_grid_it_promises():
+    cfg = ExperimentConfig.from_yaml(next(p for p in PRESETS if p.stem == "cpu-1k"))
+    runs = [arm_run_config(cfg, arm, seed) for arm in cfg.arms for seed in cfg.seeds]
+    assert len(runs) == 9 and all(r.steps * r.groups_per_step * r.group_size >= 1000 for r in runs)
+    assert sorted(r.learner.drop_uniform_groups for r in runs) == [False] * 6 + [True] * 3
+    assert all(r.frontier.enabled for r in runs)
+    assert cfg.eval.max_tasks >= 100 and cfg.eval.k == 4 and cfg.eval.backend == "ctranslate2"
+
+
+def test_the_evaluation_engine_is_one_the_evaluator_knows():
+    with pytest.raises(ValueError):
+        ExperimentConfig(eval={"backend": "vllm"})
