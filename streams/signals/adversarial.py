@@ -8,6 +8,7 @@
 """
 
 import string
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ import hypothesis
 import hypothesis.strategies as st
 import libcst as cst
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import HypothesisDeprecationWarning
 
 from streams.signals.config import SignalConfig
 from streams.signals.errors import SignalInputError
@@ -161,6 +163,24 @@ def strategy_for(t: ValueType, config: SignalConfig) -> st.SearchStrategy:
         keys, values = (strategy_for(x, config) for x in t.items)
         return st.dictionaries(keys, values, max_size=size)
     raise ValueError(f"unknown kind {t.kind}")
+
+
+def ignore_other_threads_random() -> None:
+    """Silence Hypothesis' "Do not use the `random` module inside strategies" for our draws.
+
+    The draws run on the worker's signal thread while the event loop's thread uses the
+    global `random` module (the Kafka client shuffles partitions on every fetch). Hypothesis
+    compares the global state before and after each draw and takes the other thread's use
+    for the strategy's own (its `_note_random_in_strategy` names such thread races). These
+    strategies never touch `random`; the draws come from Hypothesis' own seeded generator and
+    repeat for a seed whatever other threads do (tests/signals/test_adversarial_threads.py).
+    """
+    warnings.filterwarnings(
+        "ignore", message="Do not use the `random` module inside strategies", category=HypothesisDeprecationWarning
+    )
+
+
+ignore_other_threads_random()
 
 
 def _draw(strategy: st.SearchStrategy, count: int, seed: int) -> list[Any]:
