@@ -12,16 +12,21 @@ TEST_KAFKA_PORT = int(os.environ.get("RESHAPER_TEST_KAFKA_PORT", "39092"))
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap() -> str:
+def kafka_bootstrap():
     if os.environ.get("RESHAPER_BOOTSTRAP"):
-        return os.environ["RESHAPER_BOOTSTRAP"]
+        yield os.environ["RESHAPER_BOOTSTRAP"]
+        return
     from infra.platform.broker import KafkaBroker
     from infra.platform.settings import BrokerSettings
 
     broker = KafkaBroker(BrokerSettings(port=TEST_KAFKA_PORT))
+    started_here = not broker.status().running
     status = broker.up()
     os.environ["RESHAPER_BOOTSTRAP"] = status.bootstrap  # for subprocesses the tests start
-    return status.bootstrap
+    yield status.bootstrap
+    os.environ.pop("RESHAPER_BOOTSTRAP", None)
+    if started_here:  # a broker this session started does not outlive it (it would hold the port)
+        broker.down()
 
 
 @pytest.fixture
