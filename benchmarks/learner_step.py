@@ -1,6 +1,6 @@
 """Overhead of one learner step over a plain forward/backward of the same model and batch.
 
-Prints three ratios:
+Prints four ratios:
   step / plain      time of ``Learner.step`` with whole rows (batching, loss, stats, AdamW,
                     schedule) over a bare ``-(A * log pi)`` forward + backward + AdamW step of
                     the same rows; goal <= 1.1;

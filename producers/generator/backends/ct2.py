@@ -4,7 +4,8 @@ kernels (and, if asked, int8 weights), converted once from the Hugging Face fold
 Behaviour logprobs. As in backends/hf.py: log_softmax(logits / T) over the full vocabulary
 at each sampled token, from the engine's own raw logits (`return_logits_vocab`), so they are
 the log-probabilities of the policy that actually sampled, quantization included. The
-learner's truncated importance sampling corrects the gap to its full-precision weights.
+learner's truncated importance sampling corrects the gap to the learner's own arithmetic
+(float32, or bf16 where `learner/precision.py` picks it).
 
 Cores. The CPU budget (`threads`, 0: every core) runs as that many engine replicas of one
 thread each, generating separate chunks of a call's prompts at the same time: for a model of
