@@ -170,7 +170,8 @@ class LearnerConfig(BaseModel):
         description="Arithmetic of the forward and backward passes; weights, gradients and optimiser state stay "
         "float32 either way. bfloat16 runs them under bf16 autocast. auto: bfloat16 on CUDA and on CPUs with "
         "native bf16 instructions (avx512_bf16 or amx_bf16), where a learner step takes about 0.6 of the float32 "
-        "time (benchmarks/learner_step.py, its bf16 / float32 ratio); float32 on other CPUs, which would only emulate bf16.",
+        "time (benchmarks/learner_step.py, its bf16 / float32 ratio); float32 on other CPUs, which would only "
+        "emulate bf16.",
     )
     share_prompt_forward: bool = Field(
         True,
