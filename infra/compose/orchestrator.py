@@ -160,7 +160,9 @@ class MetricsTail:
         return self.progress
 
     def close(self) -> None:
-        self.consumer.close()
+        if self.consumer is not None:
+            self.consumer.close()
+            self.consumer = None
 
 
 class Orchestrator:
@@ -333,6 +335,9 @@ class Orchestrator:
                     last = line
             if progress:
                 print()
+            # Nothing left to follow. A consumer left unpolled while the corpus build finishes
+            # would overrun max.poll.interval.ms and be evicted from its group, with a warning.
+            tail.close()
             if corpus_feed is not None:
                 corpus_feed.finish(say)  # the next run then starts from the cache
                 check_corpus(corpus_feed)
