@@ -3,28 +3,39 @@
 Every message value is ``C3 01`` + the 8-byte little-endian CRC-64-AVRO fingerprint of
 the writer schema's parsing canonical form + the schemaless Avro body. This framing is
 the one the Avro specification defines, so any Avro tool can read our topics; a reader
-looks the fingerprint up, and fastavro resolves the writer schema against the reader's
-(new fields take their defaults). fastavro has no single-object reader of its own with
-a multi-schema registry, which is why the 10-byte header is framed here.
+looks the fingerprint up and resolves the writer schema against the reader's (new fields
+take their defaults). Neither Avro library here has a single-object reader with a
+multi-schema registry, which is why the 10-byte header is framed here.
+
+Two libraries, each where it is faster on this project's records: fastavro encodes
+(cavro's writer is no faster on these records, and slower on long token lists) and
+computes fingerprints; cavro decodes, 1.5 to 2 times as fast as fastavro's reader
+(Advantage 1.5x, Feedback 1.9x to 2.0x with or without long token lists). As Avro's own
+message decoders do, bytes after a complete body are not read.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import struct
 import time
 import uuid
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import cavro
 import fastavro
 from fastavro.schema import fingerprint, to_parsing_canonical_form
 
 SCHEMA_DIR = Path(__file__).resolve().parent
 MAGIC = b"\xc3\x01"
 HEADER_LEN = len(MAGIC) + 8
+# records decode to plain dicts, as fastavro's did and every consumer here expects
+_CAVRO_OPTIONS = cavro.Options(record_decodes_to_dict=True)
+# what a corrupt or hostile body can make the decoder raise
+_BODY_ERRORS = (EOFError, ValueError, IndexError, OverflowError, TypeError, MemoryError,
+                cavro.CavroException)
 
 # payload name -> schema file; topic names and their payloads live in infra.platform.topics (Topics)
 SCHEMA_FILES = {
@@ -71,12 +82,17 @@ class Codec:
         self._by_fp: dict[bytes, dict] = {}
         self._current: dict[str, tuple[bytes, dict]] = {}
         self._headers: dict[bytes, tuple[bytes, str, bool]] = {}  # framed header -> `header`'s answer
+        self._readers: dict[bytes, cavro.Schema] = {}  # fingerprint -> the schema as cavro reads it
+        # (framed header, requested reader name or None) -> (body decoder, writer's payload name)
+        self._decoders: dict[tuple[bytes, str | None], tuple[Any, str]] = {}
 
     def register(self, schema: dict, current: bool = True) -> bytes:
         """Add a schema. ``current`` makes it the one ``encode`` writes and ``decode`` reads into."""
         parsed = fastavro.parse_schema(schema)
         fp = _fingerprint(parsed)
         self._by_fp[fp] = parsed
+        self._readers[fp] = cavro.Schema(schema, options=_CAVRO_OPTIONS)
+        self._decoders = {}  # a new current schema changes what older writers resolve to
         if current:
             self._current[parsed["name"].split(".")[-1]] = (fp, parsed)
         self._headers = {MAGIC + known: (known, name, self._current.get(name, (None,))[0] == known)
@@ -138,21 +154,36 @@ class Codec:
 
     def decode_named(self, data: bytes, name: str | None = None) -> tuple[str, dict[str, Any]]:
         """`decode`, also returning the writer's payload name (one header lookup for both)."""
-        writer = self._writer(data)
-        reader_name = name or writer["name"].split(".")[-1]
-        if reader_name not in self._current:
-            raise UnknownSchemaError(bytes(data[2:HEADER_LEN]))
-        reader = self._current[reader_name][1]
-        body = io.BytesIO(bytes(data[HEADER_LEN:]))
+        if type(data) is not bytes and isinstance(data, (bytearray, memoryview)):
+            data = bytes(data)  # cavro reads bytes only
+        try:  # the hot path: one slice, one lookup, one call into cavro
+            decode_body, writer_name = self._decoders[data[:HEADER_LEN], name]
+        except (KeyError, TypeError):
+            decode_body, writer_name = self._decoder(data, name)
         try:
-            record = fastavro.schemaless_reader(body, writer, reader if reader is not writer else None)
-        except fastavro.read.SchemaResolutionError as exc:
-            raise SchemaMismatchError(str(exc)) from exc
-        except (EOFError, UnicodeDecodeError, ValueError, IndexError, struct.error, TypeError) as exc:
-            raise MalformedRecordError(f"corrupt Avro body: {exc}") from exc
-        if body.tell() != len(body.getbuffer()):
-            raise MalformedRecordError("trailing bytes after the Avro body")
-        return writer["name"].split(".")[-1], record
+            return writer_name, decode_body(data[HEADER_LEN:])
+        except _BODY_ERRORS as exc:
+            raise MalformedRecordError(f"corrupt Avro body: {type(exc).__name__}: {exc}") from exc
+
+    def _decoder(self, data: bytes, name: str | None) -> tuple[Any, str]:
+        """The body decoder for a header and a reader name, built once: the writer's own schema,
+        or the reader's resolved against it. Raises the typed errors of a bad header or pair."""
+        writer = self._writer(data)
+        fp = bytes(data[2:HEADER_LEN])
+        writer_name = writer["name"].split(".")[-1]
+        reader_name = name or writer_name
+        if reader_name not in self._current:
+            raise UnknownSchemaError(fp)
+        reader_fp = self._current[reader_name][0]
+        if reader_fp == fp:
+            decode_body = self._readers[fp].binary_decode
+        else:
+            try:
+                decode_body = self._readers[reader_fp].reader_for_writer(self._readers[fp]).binary_decode
+            except cavro.CavroException as exc:
+                raise SchemaMismatchError(str(exc)) from exc
+        self._decoders[bytes(data[:HEADER_LEN]), name] = (decode_body, writer_name)
+        return decode_body, writer_name
 
 
 def load_schema_file(path: Path) -> dict:

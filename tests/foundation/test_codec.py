@@ -2,8 +2,10 @@ import copy
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from schemas.codec import (CODEC, Codec, MalformedRecordError, SchemaMismatchError, UnknownSchemaError,
+from schemas.codec import (CODEC, Codec, DecodeError, MalformedRecordError, SchemaMismatchError, UnknownSchemaError,
                            default_codec, load_schema_file, new_event_fields, SCHEMA_DIR, SCHEMA_FILES)
 from tests.foundation.samples import SAMPLES
 
@@ -105,3 +107,55 @@ def test_header_names_writer_and_whether_it_is_current_without_reading_the_body(
         reader.header(b"\xc3\x01" + b"\x00" * 8 + b"body")
     with pytest.raises(UnknownSchemaError):
         reader.writer_schema(b"\x00" * 8)
+
+
+HEADERS = {name: CODEC.encode(name, {**new_event_fields(), **SAMPLES[name]})[:10] for name in SCHEMA_FILES}
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(sorted(SCHEMA_FILES)), body=st.binary(max_size=200))
+def test_any_body_behind_a_known_header_decodes_or_is_a_typed_error(name, body):
+    """Hostile bytes never escape as another exception type (they must reach the dead letters)."""
+    try:
+        record = CODEC.decode(HEADERS[name] + body)
+    except DecodeError:
+        return
+    assert isinstance(record, dict) and set(record) == {f["name"] for f in CODEC.schema(name)["fields"]}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMA_FILES))
+def test_corrupted_records_decode_or_fail_typed(name):
+    good = CODEC.encode(name, {**new_event_fields(), **SAMPLES[name]})
+    for cut in range(10, len(good)):  # every truncation
+        with pytest.raises(DecodeError):
+            CODEC.decode(good[:cut])
+    flipped = bytearray(good)
+    for i in range(10, len(good)):  # every single-byte corruption
+        flipped[i] ^= 0xFF
+        try:
+            CODEC.decode(bytes(flipped))
+        except DecodeError:
+            pass
+        flipped[i] ^= 0xFF
+
+
+def test_byte_views_decode_like_bytes():
+    data = CODEC.encode("Metric", {**new_event_fields(), **SAMPLES["Metric"]})
+    assert CODEC.decode(bytearray(data)) == CODEC.decode(memoryview(data)) == CODEC.decode(data)
+    assert CODEC.decode_named(memoryview(data)) == ("Metric", CODEC.decode(data))
+
+
+def test_a_newer_schema_registered_later_is_what_old_records_resolve_to():
+    old_schema = {"type": "record", "name": "Ping", "namespace": "t",
+                  "fields": [{"name": "event_id", "type": "string"}, {"name": "n", "type": "int"}]}
+    new_schema = copy.deepcopy(old_schema)
+    new_schema["fields"].append({"name": "label", "type": "string", "default": "none"})
+    codec = Codec()
+    codec.register(old_schema)
+    old_bytes = codec.encode("Ping", {"event_id": "a", "n": 3})
+    assert codec.decode(old_bytes) == {"event_id": "a", "n": 3}  # decoder for this header now cached
+    codec.register(new_schema)
+    assert codec.decode(old_bytes) == {"event_id": "a", "n": 3, "label": "none"}
+    codec.register({"type": "record", "name": "Pong", "namespace": "t", "fields": [{"name": "m", "type": "int"}]})
+    with pytest.raises(SchemaMismatchError):  # a Ping writer does not resolve to another record
+        codec.decode(old_bytes, "Pong")
