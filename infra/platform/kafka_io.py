@@ -49,7 +49,12 @@ def producer_config(bootstrap: str | None = None, **overrides: Any) -> dict[str,
 
 
 class EventProducer:
-    def __init__(self, bootstrap: str | None = None, codec: Codec = CODEC, **overrides: Any):
+    def __init__(self, bootstrap: str | None = None, codec: Codec = CODEC, count_deliveries: bool = True,
+                 **overrides: Any):
+        """``count_deliveries=False``: the client reports failed deliveries only, sparing a Python
+        callback per record on bulk writers (``delivered`` then stays 0; failures still raise)."""
+        if not count_deliveries:
+            overrides = {"delivery.report.only.error": True, **overrides}
         self._producer = Producer(producer_config(bootstrap, **overrides))
         self._codec = codec
         self.delivered = 0

@@ -7,7 +7,6 @@ reproducible from the advantage records alone.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -43,6 +42,13 @@ class WindowStats:
         raw = [a["reward_raw"] for a in advantages]
         reshaped = [a["reward_enhanced"] for a in advantages]
         adv = [a["advantage"] for a in advantages]
+        rollouts: dict[str, int] = {}  # per pattern, in order of first appearance (as a Counter, built faster)
+        successes: dict[str, int] = {}
+        for a in advantages:
+            pattern = a["bug_pattern"]
+            rollouts[pattern] = rollouts.get(pattern, 0) + 1
+            if a["reward_raw"] >= 1.0:
+                successes[pattern] = successes.get(pattern, 0) + 1
         return cls(
             rollouts=len(advantages),
             groups=1,
@@ -55,8 +61,8 @@ class WindowStats:
             zero_variance_raw=int(_spread(raw) <= ZERO_SPREAD),
             zero_variance_reshaped=int(_spread(adv) <= ZERO_SPREAD),
             hacked=sum(1 for a in advantages if a.get("hack_flags")),
-            pattern_rollouts=dict(Counter(a["bug_pattern"] for a in advantages)),
-            pattern_successes=dict(Counter(a["bug_pattern"] for a in advantages if a["reward_raw"] >= 1.0)),
+            pattern_rollouts=rollouts,
+            pattern_successes=successes,
         )
 
     def __add__(self, other: WindowStats) -> WindowStats:

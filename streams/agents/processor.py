@@ -68,10 +68,11 @@ class PartitionReshaper:
 
     # ------------------------------------------------------------ steps
 
-    def on_feedback(self, feedback: dict[str, Any], offset: int, log_ms: int) -> Output:
+    def on_feedback(self, feedback: dict[str, Any], offset: int, log_ms: int, out: Output | None = None) -> Output:
         """Take one feedback record. A record at or below ``applied_offset`` was already taken
-        in (redelivery after a crash under at-least-once) and is ignored."""
-        out = Output()
+        in (redelivery after a crash under at-least-once) and is ignored. What the step
+        produced is added to ``out`` (a batch's collector) or to a new ``Output``; returned."""
+        out = Output() if out is None else out
         if self.has_applied(offset):
             return out
         self.applied_offset = offset
@@ -79,22 +80,22 @@ class PartitionReshaper:
             validate_feedback(feedback)
         except ReshapingError as exc:
             out.rejected.append((feedback, exc))
-            out.extend(self._reshape(self.buffer.advance(log_ms)))
-            return out
-        out.extend(self._reshape(self.buffer.add(feedback, log_ms)))
-        return out
+            return self._reshape(self.buffer.advance(log_ms), out)
+        return self._reshape(self.buffer.add(feedback, log_ms), out)
 
     def has_applied(self, offset: int) -> bool:
         """Whether the record at ``offset`` was already taken in (a redelivery after a crash)."""
         return offset <= self.applied_offset
 
-    def on_undecodable(self, offset: int, log_ms: int) -> Output:
+    def on_undecodable(self, offset: int, log_ms: int, out: Output | None = None) -> Output:
         """A record that did not decode (dead-lettered by the caller): its offset counts as
-        taken in, and its log time still moves the clock, as any record's does."""
+        taken in, and its log time still moves the clock, as any record's does. ``out``: as
+        in ``on_feedback``."""
+        out = Output() if out is None else out
         if self.has_applied(offset):
-            return Output()
+            return out
         self.applied_offset = offset
-        return self._reshape(self.buffer.advance(log_ms))
+        return self._reshape(self.buffer.advance(log_ms), out)
 
     def on_clock(self, now_ms: int) -> Output:
         """Advance the partition clock (timer of a quiet partition): release expired groups."""
@@ -108,11 +109,13 @@ class PartitionReshaper:
 
     # ------------------------------------------------------------ internals
 
-    def _reshape(self, ready: list[ReadyGroup]) -> Output:
-        out = Output()
+    def _reshape(self, ready: list[ReadyGroup], out: Output | None = None) -> Output:
+        out = Output() if out is None else out
         for group in ready:
             try:
-                records, self.state = reshape_group(group.members, self.state, self.cfg, step=self.state.groups)
+                # every member passed validate_feedback in on_feedback before it was buffered
+                records, self.state = reshape_group(group.members, self.state, self.cfg, step=self.state.groups,
+                                                    members_valid=True)
             except ReshapingError as exc:  # a group the core refuses (mixed sizes...): dead letters
                 out.rejected += [(m, exc) for m in group.members]
                 continue

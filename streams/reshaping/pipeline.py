@@ -173,12 +173,15 @@ def _explain_invalid(fb: Mapping[str, Any]) -> None:
         raise InvalidFeedbackError(rid, "group_size", f"must be at least 1, got {fb['group_size']}")
 
 
-def validate_group(feedbacks: Sequence[Mapping[str, Any]]) -> None:
-    """Every record valid, one group id and group size, distinct rollouts, no more than the size."""
+def validate_group(feedbacks: Sequence[Mapping[str, Any]], members_valid: bool = False) -> None:
+    """Every record valid, one group id and group size, distinct rollouts, no more than the size.
+    ``members_valid``: each record already passed ``validate_feedback`` (the stream checks each
+    on arrival), so only what ties the group together is checked."""
     if not feedbacks:
         raise InvalidFeedbackError("<none>", "group_id", "empty group")
-    for fb in feedbacks:
-        validate_feedback(fb)
+    if not members_valid:
+        for fb in feedbacks:
+            validate_feedback(fb)
     first = feedbacks[0]
     seen: set[str] = set()
     for fb in feedbacks:
@@ -232,14 +235,15 @@ def _record_outcomes(
 
 
 def reshape_group(
-    feedbacks: list[dict], state: ReshapeState, cfg: ReshapingConfig, step: int
+    feedbacks: list[dict], state: ReshapeState, cfg: ReshapingConfig, step: int, members_valid: bool = False
 ) -> tuple[list[dict], ReshapeState]:
     """One advantage record per feedback (input order) and the state after the group.
 
     Records hold every field of ``schemas/advantage.avsc`` except the envelope
-    ``event_id`` and ``created_at_ms``, which the caller adds.
+    ``event_id`` and ``created_at_ms``, which the caller adds. ``members_valid``: as in
+    ``validate_group``.
     """
-    validate_group(feedbacks)
+    validate_group(feedbacks, members_valid)
     if state.config_id and state.config_id != cfg.config_id:
         raise StateMismatchError(f"state belongs to config {state.config_id}, not {cfg.config_id}")
 

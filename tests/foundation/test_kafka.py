@@ -12,7 +12,7 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from infra.platform.kafka_io import EventConsumer, EventProducer
+from infra.platform.kafka_io import DeliveryError, EventConsumer, EventProducer
 from infra.platform.topics import TopicConfigMismatch, Topics, TopicSpec, ensure_topics, verify_topics
 from schemas.codec import Codec
 
@@ -139,3 +139,19 @@ def test_topics_as_code_are_created_and_verified(kafka_admin):
     assert specs[-1].name.startswith("advantages.")
     with pytest.raises(ValueError):
         Topics().advantages_spec("bad id!")
+
+
+def test_a_producer_without_delivery_counts_still_raises_on_failed_deliveries(kafka_bootstrap, fresh_topic):
+    topic = fresh_topic("quiet-producer", partitions=1)
+    producer = EventProducer(kafka_bootstrap, count_deliveries=False)
+    for i in range(100):
+        producer.send(topic, "k", "Metric", _metric(i, "k"))
+    producer.flush()
+    assert producer.delivered == 0  # successes are not reported one by one
+    consumer = EventConsumer([topic], f"g-{uuid.uuid4().hex}", kafka_bootstrap)
+    assert [e.record["step"] for e in _drain(consumer, 100)] == list(range(100))
+    consumer.close()
+    small = fresh_topic("small-records", partitions=1, config={"max.message.bytes": "1024"})
+    producer.send_raw(small, b"k", os.urandom(4096))  # the broker refuses it: a failed delivery, reported
+    with pytest.raises(DeliveryError, match="too large|TOO_LARGE"):
+        producer.flush(timeout_s=30)

@@ -100,3 +100,25 @@ def test_pattern_window_must_be_whole_hops():
     with pytest.raises(ValueError):
         StreamSettings(pattern_window_s=100, pattern_hop_s=30)
     assert StreamSettings(pattern_window_s=120, pattern_hop_s=30).pattern_window_s == 120
+
+
+def test_a_batch_collector_gathers_what_steps_return_one_by_one():
+    """The replay passes one Output through a whole fetched batch; it must hold exactly what
+    the step-by-step outputs hold, in the same order."""
+    stream = [fb for members in groups(6) for fb in members]
+    bad = feedback("g-bad", 0, 4, 1.0)
+    bad["tree_edit_distance"] = float("nan")
+    stream.insert(5, bad)
+    one_by_one, batched = new_reshaper(CFG, SETTINGS, 0), new_reshaper(CFG, SETTINGS, 0)
+    steps = [one_by_one.on_feedback(fb, off, log_ms=off) for off, fb in enumerate(stream)]
+    steps.append(one_by_one.on_undecodable(len(stream), log_ms=10**9))
+    collector = None
+    for off, fb in enumerate(stream):
+        collector = batched.on_feedback(fb, off, off, collector)
+    assert batched.on_undecodable(len(stream), 10**9, collector) is collector
+    for name in ("advantages", "metrics", "groups"):
+        assert getattr(collector, name) == [x for step in steps for x in getattr(step, name)], name
+    assert [(fb["rollout_id"], str(exc)) for fb, exc in collector.rejected] == \
+        [(fb["rollout_id"], str(exc)) for step in steps for fb, exc in step.rejected]
+    assert len(collector.rejected) == 1 and len(collector.advantages) == 24
+    assert batched.to_dict() == one_by_one.to_dict()
