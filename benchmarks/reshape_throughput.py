@@ -47,16 +47,18 @@ def bench_settings(**overrides) -> StreamSettings:
     return StreamSettings(topics=Topics(prefix=unique("bench") + "."), partitions=2, **overrides)
 
 
-def feedback(group: str, index: int, passed: float, pattern: str, created_at_ms: int) -> dict:
-    """One rollout's feedback of a group of SIZE: four tests, ``passed`` of them passing."""
+def feedback(group: str, index: int, passed: float, pattern: str, created_at_ms: int, tokens: int = 0) -> dict:
+    """One rollout's feedback of a group of SIZE: four tests, ``passed`` of them passing;
+    ``tokens``: prompt and completion of that many tokens each (0: a few, as in unit tests)."""
     return build_record(
         "Feedback", event_id=uuid.uuid4().hex, created_at_ms=created_at_ms, rollout_id=f"{group}-r{index}",
         group_id=group, task_id=f"task-{group}", bug_pattern=pattern, difficulty=0.5, sample_index=index,
         group_size=SIZE, policy_version=3, evaluator_version="bench", repeats=1, tests_total=4,
         tests_passed=round(passed * 4), pass_fraction_runs=[passed], test_outcomes=[],
         error_kind="none" if passed == 1 else "wrong_answer", runtime_ms=1.0, tree_edit_distance=0.2,
-        style_class="clean", prompt_token_ids=[1, 2, 3], completion_token_ids=[4, 5],
-        behaviour_logprobs=[-0.5, -0.25], finish_reason="stop")
+        style_class="clean", prompt_token_ids=list(range(1, tokens + 1)) if tokens else [1, 2, 3],
+        completion_token_ids=list(range(100, 100 + tokens)) if tokens else [4, 5],
+        behaviour_logprobs=[-0.5 - 1e-3 * k for k in range(tokens)] if tokens else [-0.5, -0.25], finish_reason="stop")
 
 
 def create(admin, name: str, partitions: int) -> None:
@@ -68,12 +70,12 @@ def create(admin, name: str, partitions: int) -> None:
     raise RuntimeError(f"could not create {name}")
 
 
-def fill(bootstrap: str, topic: str, events: int) -> None:
+def fill(bootstrap: str, topic: str, events: int, tokens: int = 0) -> None:
     passes = [0.0, 0.25, 1.0, 0.5, 0.75]
     with EventProducer(bootstrap) as producer:
         for g in range(events // SIZE):
             for i in range(SIZE):
-                fb = feedback(f"g{g}", i, passes[(g + i) % 5], pattern=f"p{g % 5}",
+                fb = feedback(f"g{g}", i, passes[(g + i) % 5], pattern=f"p{g % 5}", tokens=tokens,
                               created_at_ms=1_700_000_000_000 + g)
                 producer.send(topic, fb["group_id"], "Feedback", fb)
 
@@ -120,6 +122,8 @@ def main() -> None:
     parser.add_argument("--replay-processes", type=int, nargs="+", default=[1, 2],
                         help="replay with each of these process counts; the first is the baseline of the ratios")
     parser.add_argument("--replay-repeats", type=int, default=2, help="replays of each count; the best is kept")
+    parser.add_argument("--tokens", type=int, default=0,
+                        help="replayed records carry prompts and completions of this many tokens (0: a few)")
     parser.add_argument("--skip-agents", action="store_true", help="measure the replay only")
     args = parser.parse_args()
     bootstrap = bootstrap_servers()
@@ -131,7 +135,7 @@ def main() -> None:
         agents(bootstrap, admin, cfg, tmp, args.agent_events)
     replay_settings = bench_settings()
     create(admin, replay_settings.topics.feedback, replay_settings.partitions)
-    fill(bootstrap, replay_settings.topics.feedback, args.replay_events)
+    fill(bootstrap, replay_settings.topics.feedback, args.replay_events, args.tokens)
     best: dict[int, float] = {}
     for attempt in range(args.replay_repeats):  # the counts take turns, so drift in the machine hits each alike
         for processes in args.replay_processes:
