@@ -45,11 +45,13 @@ class _Plan:
         """``record`` (a dict of the caller's own, filled in place) checked and completed."""
         if not self.fields.issuperset(record):
             raise ValueError(f"{where}: unknown field(s) {', '.join(sorted(set(record) - self.fields))}")
-        if not required.issubset(record):
-            raise ValueError(f"{where}: missing required field(s) {', '.join(sorted(required - set(record)))}")
-        for name, default in self.defaults:
-            if name not in record:  # a list or map default is copied: records never share one
-                record[name] = copy.deepcopy(default) if isinstance(default, (list, dict)) else default
+        missing = self.fields.difference(record)  # one set operation; most records lack none or a few
+        if missing:
+            if not required.isdisjoint(missing):
+                raise ValueError(f"{where}: missing required field(s) {', '.join(sorted(required & missing))}")
+            for name, default in self.defaults:
+                if name in missing:  # a list or map default is copied: records never share one
+                    record[name] = copy.deepcopy(default) if isinstance(default, (list, dict)) else default
         for name, is_array, inner in self.nested:
             if name in record:
                 value, need = record[name], inner.required(where)
