@@ -169,9 +169,7 @@ class Codec:
     def _decoder(self, data: bytes, name: str | None) -> tuple[Any, str]:
         """The body decoder for a header and a reader name, built once: the writer's own schema,
         or the reader's resolved against it. Raises the typed errors of a bad header or pair."""
-        writer = self._writer(data)
-        fp = bytes(data[2:HEADER_LEN])
-        writer_name = writer["name"].split(".")[-1]
+        fp, writer_name, _ = self.header(data)
         reader_name = name or writer_name
         if reader_name not in self._current:
             raise UnknownSchemaError(fp)

@@ -10,6 +10,15 @@ from schemas.codec import (CODEC, Codec, DecodeError, MalformedRecordError, Sche
 from tests.foundation.samples import SAMPLES
 
 
+def ping_versions() -> tuple[dict, dict]:
+    """A record schema and its next version, which adds a field with a default."""
+    old = {"type": "record", "name": "Ping", "namespace": "t",
+           "fields": [{"name": "event_id", "type": "string"}, {"name": "n", "type": "int"}]}
+    new = copy.deepcopy(old)
+    new["fields"].append({"name": "label", "type": "string", "default": "none"})
+    return old, new
+
+
 @pytest.mark.parametrize("name", sorted(SCHEMA_FILES))
 def test_every_schema_round_trips(name):
     record = {**new_event_fields(), **SAMPLES[name]}
@@ -27,10 +36,7 @@ def test_every_schema_has_event_id_and_version():
 
 
 def test_old_record_is_read_by_newer_schema_with_defaults():
-    old_schema = {"type": "record", "name": "Ping", "namespace": "t",
-                  "fields": [{"name": "event_id", "type": "string"}, {"name": "n", "type": "int"}]}
-    new_schema = copy.deepcopy(old_schema)
-    new_schema["fields"].append({"name": "label", "type": "string", "default": "none"})
+    old_schema, new_schema = ping_versions()
     writer = Codec()
     writer.register(old_schema)
     old_bytes = writer.encode("Ping", {"event_id": "a", "n": 3})
@@ -82,10 +88,7 @@ def test_fingerprint_is_stable_across_registries():
 
 
 def test_header_names_writer_and_whether_it_is_current_without_reading_the_body():
-    old_schema = {"type": "record", "name": "Ping", "namespace": "t",
-                  "fields": [{"name": "event_id", "type": "string"}, {"name": "n", "type": "int"}]}
-    new_schema = copy.deepcopy(old_schema)
-    new_schema["fields"].append({"name": "label", "type": "string", "default": "none"})
+    old_schema, new_schema = ping_versions()
     writer = Codec()
     old_fp = writer.register(old_schema)
     old_bytes = writer.encode("Ping", {"event_id": "a", "n": 3})
@@ -146,10 +149,7 @@ def test_byte_views_decode_like_bytes():
 
 
 def test_a_newer_schema_registered_later_is_what_old_records_resolve_to():
-    old_schema = {"type": "record", "name": "Ping", "namespace": "t",
-                  "fields": [{"name": "event_id", "type": "string"}, {"name": "n", "type": "int"}]}
-    new_schema = copy.deepcopy(old_schema)
-    new_schema["fields"].append({"name": "label", "type": "string", "default": "none"})
+    old_schema, new_schema = ping_versions()
     codec = Codec()
     codec.register(old_schema)
     old_bytes = codec.encode("Ping", {"event_id": "a", "n": 3})
