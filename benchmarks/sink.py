@@ -64,15 +64,15 @@ def feedback_record(i: int, n: int, rng: random.Random, tag: str, tokens: int) -
 
 def advantage_record(fb: dict, config_id: str, rng: random.Random) -> dict:
     raw = fb["tests_passed"] / 5
-    floats = dict.fromkeys(["r_precision", "r_style", "r_progress", "w_precision", "w_style", "w_progress",
-                            "ema_baseline", "global_mean", "global_std", "group_mean", "group_std"], 0.0)
+    floats = dict.fromkeys(["ema_baseline", "global_mean", "global_std", "group_mean", "group_std"], 0.0)
     advantage = 0.0 if raw in (0.0, 1.0) else rng.gauss(0, 1)
     return build_record(
         "Advantage", **floats, event_id=f"{fb['event_id']}-{config_id}", created_at_ms=fb["created_at_ms"] + 5,
         config_id=config_id, rollout_id=fb["rollout_id"], feedback_event_id=fb["event_id"], group_id=fb["group_id"],
         task_id=fb["task_id"], bug_pattern=fb["bug_pattern"], sample_index=fb["sample_index"], group_size=8,
-        group_members=8, group_complete=True, policy_version=fb["policy_version"], reward_raw=raw, r_test=raw,
-        w_test=1.0, reward_enhanced=raw + (0.1 if config_id == "b" else 0.0), reward_normalised=advantage,
+        group_members=8, group_complete=True, policy_version=fb["policy_version"], reward_raw=raw,
+        components={"test": raw, "precision": 0.0, "style": 0.0, "hack": 0.0, "progress": 0.0},
+        weights={"test": 1.0, "precision": 0.0, "style": 0.0, "hack": 0.0, "progress": 0.0}, reward_enhanced=raw + (0.1 if config_id == "b" else 0.0), reward_normalised=advantage,
         advantage=advantage, global_count=1000, warmup=False, hack_flags=fb["hack_flags"],
         prompt_token_ids=fb["prompt_token_ids"], completion_token_ids=fb["completion_token_ids"],
         behaviour_logprobs=fb["behaviour_logprobs"], finish_reason="stop")

@@ -65,9 +65,8 @@ def feedback(**fields: Any) -> dict[str, Any]:
         **fields})
 
 
-# the reward, weight and statistics fields of an Advantage, all 0.25 unless given
-ADVANTAGE_FLOATS = ("reward_raw", "r_test", "r_precision", "r_style", "r_progress", "w_test", "w_precision", "w_style",
-                    "w_progress", "reward_enhanced", "reward_normalised", "ema_baseline", "global_mean", "global_std",
+# the reward and statistics fields of an Advantage, all 0.25 unless given
+ADVANTAGE_FLOATS = ("reward_raw", "reward_enhanced", "reward_normalised", "ema_baseline", "global_mean", "global_std",
                     "group_mean", "group_std")
 
 
@@ -77,7 +76,8 @@ def advantage(**fields: Any) -> dict[str, Any]:
         **ENVELOPE, **dict.fromkeys(ADVANTAGE_FLOATS, 0.25), "config_id": "base", "rollout_id": "r0",
         "feedback_event_id": "fb0", "group_id": "g0", "task_id": "t0", "bug_pattern": "off_by_one",
         "sample_index": 0, "group_size": 4, "group_members": 4, "group_complete": True, "policy_version": 0,
-        "advantage": 0.5, "global_count": 10, "warmup": False, **_tokens(), **fields})
+        "advantage": 0.5, "global_count": 10, "warmup": False, "components": {"test": 0.25}, "weights": {"test": 1.0},
+        **_tokens(), **fields})
 
 
 def policy_version(**fields: Any) -> dict[str, Any]:

@@ -76,18 +76,24 @@ class NormalisationConfig(_Section):
     epsilon: float = Field(1e-6, gt=0.0, description="added to every std before dividing, so std 0 gives 0, not NaN.")
 
 
-class WeightsConfig(_Section):
-    """Weights of the reward components and their schedule.
+# The reward's components, in the order they are summed and reported (the keys of the
+# Advantage record's ``components`` and ``weights`` maps).
+COMPONENTS = ("test", "precision", "style", "hack", "progress")
 
-    The linear ramp moves ``w_precision`` and ``w_style`` from their start value to their
-    ``*_end`` value over ``ramp_steps`` ticks of the clock, starting at ``ramp_start``;
-    ``w_test`` and ``w_progress`` stay constant.
+
+class WeightsConfig(_Section):
+    """Weight of each reward component, ``R = sum_c w_c R_c``, and their schedule.
+
+    Under ``schedule: linear`` every component named in ``end`` moves from its value here
+    to its ``end`` value over ``ramp_steps`` ticks of the clock, starting at ``ramp_start``;
+    components not named in ``end`` keep their weight.
     """
 
-    w_test: float = Field(1.0, ge=0.0, description="weight of R_test (pass fraction).")
-    w_precision: float = Field(0.1, ge=0.0, description="weight of R_precision (start value under a ramp).")
-    w_style: float = Field(0.1, ge=0.0, description="weight of R_style (start value under a ramp).")
-    w_progress: float = Field(0.2, ge=0.0, description="weight of R_progress.")
+    test: float = Field(1.0, ge=0.0, description="weight of R_test, the outcome (pass fraction, tier or binary).")
+    precision: float = Field(0.1, ge=0.0, description="weight of R_precision (edit size).")
+    style: float = Field(0.1, ge=0.0, description="weight of R_style (black/flake8 class).")
+    hack: float = Field(1.0, ge=0.0, description="weight of R_hack (minus the penalties of the hack flags).")
+    progress: float = Field(0.2, ge=0.0, description="weight of R_progress (newly fixed bug pattern).")
     schedule: Literal["constant", "linear"] = Field("constant", description="constant weights or a linear ramp.")
     clock: Literal["policy_version", "step"] = Field(
         "policy_version",
@@ -96,16 +102,63 @@ class WeightsConfig(_Section):
     )
     ramp_start: int = Field(0, ge=0, description="clock value where the ramp starts.")
     ramp_steps: int = Field(1000, ge=1, description="clock ticks from start to end weight.")
-    w_precision_end: float = Field(0.3, ge=0.0, description="w_precision at the end of the ramp.")
-    w_style_end: float = Field(0.3, ge=0.0, description="w_style at the end of the ramp.")
+    end: dict[str, float] = Field(
+        default_factory=dict, description="weight at the end of the ramp, per component; unnamed ones stay constant."
+    )
+
+    @model_validator(mode="after")
+    def _known_components(self) -> WeightsConfig:
+        unknown = sorted(set(self.end) - set(COMPONENTS))
+        if unknown:
+            raise ValueError(f"end names unknown components {unknown}; known: {list(COMPONENTS)}")
+        negative = sorted(name for name, w in self.end.items() if w < 0)
+        if negative:
+            raise ValueError(f"end weights must be >= 0: {negative}")
+        return self
+
+    def start(self) -> dict[str, float]:
+        """The weights before any ramp, by component."""
+        return {name: getattr(self, name) for name in COMPONENTS}
+
+
+class OutcomeConfig(_Section):
+    """How the test outcome becomes R_test (see ``rewards.r_test``).
+
+    ``layered`` places every outcome on a ladder (arXiv 2605.07276's compile-and-semantic
+    tiers): unparsable < fails to load (definition or import error) < crashes on every
+    test < runs but every answer wrong < partial pass < all pass. A partial pass earns
+    ``partial + (all_pass - partial) * fraction``, strictly between the two tiers.
+    Timeouts and memory kills count as crashes: a candidate that loops on every test
+    sits on the ``crash_all`` tier. ``binary`` is 1 only when every test passes.
+    """
+
+    kind: Literal["pass_fraction", "layered", "binary"] = Field(
+        "pass_fraction", description="pass_fraction: the share of tests passed; layered: the tier ladder; "
+        "binary: 1 when every test passes, else 0."
+    )
+    repeats_average: Literal["mean", "median"] = Field(
+        "mean", description="how repeated runs' pass fractions combine (median resists one flaky run)."
+    )
+    unparsable: float = Field(0.0, description="layered: the code does not parse.")
+    load_error: float = Field(0.1, description="layered: the definition or an import fails.")
+    crash_all: float = Field(0.2, description="layered: crashes, times out or runs out of memory on every test.")
+    wrong: float = Field(0.3, description="layered: runs, but no test passes.")
+    partial: float = Field(0.4, description="layered: the floor of a partial pass.")
+    all_pass: float = Field(1.0, description="layered: every test passes.")
+
+    @model_validator(mode="after")
+    def _ladder_rises(self) -> OutcomeConfig:
+        ladder = [self.unparsable, self.load_error, self.crash_all, self.wrong, self.partial, self.all_pass]
+        if any(b < a for a, b in zip(ladder, ladder[1:])):
+            raise ValueError(f"layered tiers must not decrease from unparsable to all_pass, got {ladder}")
+        if not self.partial < self.all_pass:
+            raise ValueError("partial must be below all_pass, so a partial pass never equals a full one")
+        return self
 
 
 class RewardsConfig(_Section):
-    """Parameters of the component rewards (see ``rewards``)."""
+    """Parameters of R_precision, R_style and R_hack (see ``rewards``)."""
 
-    repeats_average: Literal["mean", "median"] = Field(
-        "mean", description="how R_test combines the pass fractions of repeated runs (median resists one flaky run)."
-    )
     precision_lambda: float = Field(3.0, ge=0.0, description="lambda of R_precision = exp(-lambda d).")
     precision_gate: Literal["none", "r_test"] = Field(
         "r_test",
@@ -118,7 +171,7 @@ class RewardsConfig(_Section):
     style_unparsable: float = Field(-0.5, le=0.0, description="R_style of code that does not parse (a cost).")
     hack_penalties: dict[str, float] = Field(
         default_factory=lambda: dict(DEFAULT_HACK_PENALTIES),
-        description="cost subtracted from R_style once per distinct hack flag; replaces the default map.",
+        description="cost of each distinct hack flag, summed into R_hack = -sum; replaces the default map.",
     )
     unknown_hack_penalty: float = Field(0.5, ge=0.0, description="cost of a hack flag missing from hack_penalties.")
 
@@ -178,9 +231,10 @@ class ReshapingConfig(_Section):
     """Every reshaping rule, versioned and content-addressed by ``config_id``."""
 
     name: str = Field("custom", pattern=r"^[A-Za-z0-9._-]+$", description="human label, e.g. the preset name.")
-    version: int = Field(1, ge=1, description="version of this config's rules; bump it when they change.")
+    version: int = Field(2, ge=1, description="version of this config's rules; bump it when they change.")
     normalisation: NormalisationConfig = Field(default_factory=NormalisationConfig)
     weights: WeightsConfig = Field(default_factory=WeightsConfig)
+    outcome: OutcomeConfig = Field(default_factory=OutcomeConfig)
     rewards: RewardsConfig = Field(default_factory=RewardsConfig)
     progress: ProgressConfig = Field(default_factory=ProgressConfig)
     transform: TransformConfig = Field(default_factory=TransformConfig)
@@ -229,7 +283,7 @@ def load_config(path: str | Path) -> ReshapingConfig:
 
 
 def load_preset(name: str) -> ReshapingConfig:
-    """Load a shipped preset by name (``raw`` or ``full``)."""
+    """Load a shipped preset by name (a file of ``presets/``, e.g. ``raw`` or ``full``)."""
     path = PRESETS_DIR / f"{name}.yaml"
     if not path.is_file():
         known = sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))

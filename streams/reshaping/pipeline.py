@@ -30,23 +30,24 @@ from typing import Any
 
 from schemas.records import build_record
 from streams.reshaping.advantages import normalise, transform
-from streams.reshaping.config import ReshapingConfig
+from streams.reshaping.config import COMPONENTS, ReshapingConfig
 from streams.reshaping.errors import InvalidFeedbackError, StateMismatchError
 from streams.reshaping.rewards import (
     STYLE_CLASSES,
-    Components,
     enhanced_reward,
+    r_hack,
+    r_outcome,
     r_precision,
     r_progress,
     r_style,
-    r_test,
     reward_raw,
     weights_at,
 )
 from streams.reshaping.stats import EmaBaseline, FailureHistory, RunningStats
 
-# Quantities with a global running statistic; reward_enhanced is the one that normalises.
-TRACKED = ("reward_raw", "r_test", "r_precision", "r_style", "r_progress", "reward_enhanced")
+# Quantities with a global running statistic (each component under its name); reward_enhanced
+# is the one that normalises.
+TRACKED = ("reward_raw", *COMPONENTS, "reward_enhanced")
 
 
 def _fresh_stats() -> dict[str, RunningStats]:
@@ -207,16 +208,20 @@ def is_full_fix(fb: Mapping[str, Any]) -> bool:
     return bool(pattern) and fb.get("fixed_pattern", "") == pattern and min(fb["pass_fraction_runs"]) == 1.0
 
 
-def _components(fb: Mapping[str, Any], patterns: Mapping[str, FailureHistory], cfg: ReshapingConfig) -> Components:
+def _components(
+    fb: Mapping[str, Any], patterns: Mapping[str, FailureHistory], cfg: ReshapingConfig
+) -> dict[str, float]:
+    """Every component of ``COMPONENTS`` for one rollout, by name."""
     rc = cfg.rewards
-    test = r_test(fb["pass_fraction_runs"], rc.repeats_average)
+    test = r_outcome(fb, cfg.outcome)
     gate = test if rc.precision_gate == "r_test" else 1.0
-    return Components(
-        r_test=test,
-        r_precision=r_precision(fb["tree_edit_distance"], rc.precision_lambda, gate),
-        r_style=r_style(fb["style_class"], fb.get("hack_flags", []), rc),
-        r_progress=r_progress(is_full_fix(fb), fb["bug_pattern"], patterns, cfg.progress, fb["created_at_ms"]),
-    )
+    return {
+        "test": test,
+        "precision": r_precision(fb["tree_edit_distance"], rc.precision_lambda, gate),
+        "style": r_style(fb["style_class"], rc),
+        "hack": r_hack(fb.get("hack_flags", []), rc),
+        "progress": r_progress(is_full_fix(fb), fb["bug_pattern"], patterns, cfg.progress, fb["created_at_ms"]),
+    }
 
 
 def _record_outcomes(
@@ -258,10 +263,7 @@ def reshape_group(
 
     tracked = {
         "reward_raw": raws,
-        "r_test": [c.r_test for c in components],
-        "r_precision": [c.r_precision for c in components],
-        "r_style": [c.r_style for c in components],
-        "r_progress": [c.r_progress for c in components],
+        **{name: [c[name] for c in components] for name in COMPONENTS},
         "reward_enhanced": enhanced,
     }
     stats = {name: state.stats.get(name, RunningStats()).update_many(xs) for name, xs in tracked.items()}
@@ -280,13 +282,13 @@ def reshape_group(
             group_size=size, group_members=len(members), group_complete=len(members) == size,
             policy_version=fb["policy_version"],
             # the reward: its components, their weights, the reshaped value and its advantage
-            reward_raw=raws[pos], r_test=c.r_test, r_precision=c.r_precision, r_style=c.r_style,
-            r_progress=c.r_progress, w_test=weights.test, w_precision=weights.precision, w_style=weights.style,
-            w_progress=weights.progress, reward_enhanced=enhanced[pos], reward_normalised=norm.values[pos],
+            reward_raw=raws[pos], components=dict(c), weights=dict(weights), reward_enhanced=enhanced[pos],
+            reward_normalised=norm.values[pos],
             advantage=transform(norm.values[pos], cfg.transform),
             # the statistics it was normalised with
             ema_baseline=baseline.value, global_count=glob.count, global_mean=glob.mean, global_std=glob.std,
             group_mean=norm.group_mean, group_std=norm.group_std, warmup=norm.warmup,
+            norm_mode=cfg.normalisation.mode, norm_centre=norm.centre, norm_scale=norm.scale, excluded=False,
             # what the learner needs to score the completion again
             hack_flags=list(fb.get("hack_flags", [])), prompt_token_ids=list(fb["prompt_token_ids"]),
             completion_token_ids=list(fb["completion_token_ids"]),

@@ -95,7 +95,8 @@ def advantage(config_id: str, fact: dict[str, Any], value: float, reward_enhance
     raw = fact["passed"] / TESTS
     enhanced = reward(config_id, fact) if reward_enhanced is None else reward_enhanced
     # the raw reward is the test component, weighted 1; every other component and statistic is 0
-    floats = {**dict.fromkeys(factories.ADVANTAGE_FLOATS, 0.0), "reward_raw": raw, "r_test": raw, "w_test": 1.0,
+    floats = {**dict.fromkeys(factories.ADVANTAGE_FLOATS, 0.0), "reward_raw": raw,
+              "components": {"test": raw}, "weights": {"test": 1.0},
               "reward_enhanced": enhanced, "reward_normalised": value}
     return roundtrip("Advantage", factories.advantage(
         **floats, event_id=f"adv-{config_id}-{fact['rollout_id']}", created_at_ms=(time_ms or fact["time_ms"]) + 500,

@@ -14,8 +14,7 @@ KAFKA_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 def test_presets_load_and_differ():
     raw, full = load_preset("raw"), load_preset("full")
     assert raw.name == "raw" and full.name == "full"
-    assert raw.weights.w_test == 1.0
-    assert (raw.weights.w_precision, raw.weights.w_style, raw.weights.w_progress) == (0.0, 0.0, 0.0)
+    assert raw.weights.start() == {"test": 1.0, "precision": 0.0, "style": 0.0, "hack": 0.0, "progress": 0.0}
     assert raw.normalisation.mode == "group"
     assert raw.normalisation.warmup_min_std == 0.0 and raw.normalisation.warmup_min_count == 0
     assert raw.transform.amplification == "none"
@@ -50,8 +49,8 @@ def test_config_id_stable_across_key_order_and_number_spelling(tmp_path):
     assert load_config(a).config_id == load_config(b).config_id == load_preset("full").config_id
     # an integer where a float is meant is the same knob value
     assert (
-        config_from_dict({"weights": {"w_test": 1}}).config_id
-        == config_from_dict({"weights": {"w_test": 1.0}}).config_id
+        config_from_dict({"weights": {"test": 1}}).config_id
+        == config_from_dict({"weights": {"test": 1.0}}).config_id
     )
 
 
@@ -69,7 +68,7 @@ def _variants(value, annotation):
     if isinstance(value, tuple):
         return [(value[0] - 1.0, value[1]), (value[0], value[1] + 1.0)]
     if isinstance(value, dict):
-        return [{**value, "new_flag": 0.3}]
+        return [{**value, "new_flag": 0.3}, {**value, "precision": 0.25}]  # a penalty map, a weight map
     if isinstance(value, str):
         return [value + "x"]
     raise AssertionError(f"no variant for {value!r}")
@@ -113,8 +112,11 @@ def test_config_id_changes_with_every_knob():
     [
         ("normalisation:\n  ema_beta: 1.5\n", "normalisation.ema_beta"),
         ("normalisation:\n  mode: layer\n", "normalisation.mode"),
-        ("weights:\n  w_tset: 1.0\n", "weights.w_tset"),
-        ("weights:\n  w_style: -0.1\n", "weights.w_style"),
+        ("weights:\n  tset: 1.0\n", "weights.tset"),
+        ("weights:\n  style: -0.1\n", "weights.style"),
+        ("weights:\n  end: {styel: 0.3}\n", "weights"),
+        ("outcome:\n  kind: ternary\n", "outcome.kind"),
+        ("outcome:\n  wrong: 0.05\n", "outcome"),
         ("rewards:\n  style_logical: 0.3\n", "rewards.style_logical"),
         ("rewards:\n  hack_penalties: {process_exit: -1.0}\n", "rewards"),
         ("progress:\n  window: 0\n", "progress.window"),
@@ -157,7 +159,7 @@ def test_config_is_frozen():
     with pytest.raises(Exception):
         cfg.version = 2  # type: ignore[misc]
     with pytest.raises(Exception):
-        cfg.weights.w_test = 2.0  # type: ignore[misc]
+        cfg.weights.test = 2.0  # type: ignore[misc]
 
 
 def test_every_hack_flag_has_a_penalty_in_defaults_and_full_preset():

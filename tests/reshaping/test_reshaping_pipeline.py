@@ -30,7 +30,8 @@ def test_raw_preset_gives_plain_group_normalised_advantages():
     assert [r["reward_raw"] for r in records] == [0.0, 0.5, 1.0, 0.5]
     r0 = records[0]
     assert (r0["group_mean"], r0["group_std"]) == (0.5, SQRT_0125)
-    assert (r0["w_test"], r0["w_precision"], r0["w_style"], r0["w_progress"]) == (1.0, 0.0, 0.0, 0.0)
+    assert r0["weights"] == {"test": 1.0, "precision": 0.0, "style": 0.0, "hack": 0.0, "progress": 0.0}
+    assert r0["components"]["test"] == 0.0 and set(r0["components"]) == set(r0["weights"])
     assert not r0["warmup"]
     assert (r0["global_count"], r0["global_mean"]) == (4, 0.5)
     assert r0["ema_baseline"] == 0.5  # the first group initialises the baseline
@@ -74,26 +75,28 @@ def test_full_preset_components_by_hand():
     )
     records, _ = reshape_group([fb, other], ReshapeState(), cfg, step=0)
     a, b = records
-    assert a["w_precision"] == pytest.approx(0.2) and a["w_style"] == pytest.approx(0.2)  # halfway
-    assert (a["w_test"], a["w_progress"]) == (1.0, 0.2)
-    assert a["reward_raw"] == pytest.approx(2 / 3) and a["r_test"] == 1.0
-    assert a["r_precision"] == pytest.approx(math.exp(-0.6))
-    assert a["r_style"] == 0.05 and a["r_progress"] == 0.0
+    (wa, ca), (wb, cb) = (a["weights"], a["components"]), (b["weights"], b["components"])
+    assert wa["precision"] == pytest.approx(0.2) and wa["style"] == pytest.approx(0.2)  # halfway
+    assert wa["progress"] == pytest.approx(0.125)  # 0.2 -> 0.05, halfway
+    assert (wa["test"], wa["hack"]) == (1.0, 1.0) and wa == wb
+    assert a["reward_raw"] == pytest.approx(2 / 3) and ca["test"] == 1.0
+    assert ca["precision"] == pytest.approx(math.exp(-0.6))
+    assert (ca["style"], ca["hack"], ca["progress"]) == (0.05, 0.0, 0.0)
     assert a["reward_enhanced"] == pytest.approx(1.0 + 0.2 * math.exp(-0.6) + 0.2 * 0.05)
-    assert b["r_precision"] == 0.0  # gated by r_test = 0
-    assert b["r_style"] == pytest.approx(-0.2 - 1.0 - 0.5)
-    assert b["reward_enhanced"] == pytest.approx(0.2 * -1.7)
+    assert cb["precision"] == 0.0  # gated by r_test = 0
+    assert cb["style"] == -0.2 and cb["hack"] == pytest.approx(-1.0 - 0.5)  # hacks no longer inside R_style
+    assert b["reward_enhanced"] == pytest.approx(0.2 * -0.2 + 1.0 * -1.5)
     assert a["warmup"] and a["global_count"] == 2  # far fewer than 64 rewards seen
     assert -5.0 <= b["advantage"] < 0.0 < a["advantage"] <= 5.0
 
 
 def test_schedule_clock_policy_version_or_step():
-    ramp = {"weights": {"schedule": "linear", "ramp_steps": 10, "w_style": 0.0, "w_style_end": 1.0}}
+    ramp = {"weights": {"schedule": "linear", "ramp_steps": 10, "style": 0.0, "end": {"style": 1.0}}}
     by_version = config_from_dict(ramp)
     by_step = config_from_dict({"weights": {**ramp["weights"], "clock": "step"}})
     group = make_group([0.0, 1.0], policy_version=5)
-    assert reshape_group(group, ReshapeState(), by_version, step=0)[0][0]["w_style"] == 0.5
-    assert reshape_group(group, ReshapeState(), by_step, step=2)[0][0]["w_style"] == pytest.approx(0.2)
+    assert reshape_group(group, ReshapeState(), by_version, step=0)[0][0]["weights"]["style"] == 0.5
+    assert reshape_group(group, ReshapeState(), by_step, step=2)[0][0]["weights"]["style"] == pytest.approx(0.2)
 
 
 def test_state_carries_global_stats_and_ema():
@@ -154,21 +157,21 @@ def test_progress_bonus_paid_once_until_failures_accumulate_again():
     records, state = reshape_group(
         [_fix(0, "b", group_size=3), _fail(1, "b", group_size=3), _fix(2, "b", group_size=3)], state, cfg, step=1
     )
-    assert [r["r_progress"] for r in records] == [0.5, 0.0, 0.5]
+    assert [r["components"]["progress"] for r in records] == [0.5, 0.0, 0.5]
     outcomes = [fixed for _, fixed in state.patterns["off_by_one"].outcomes]
     assert outcomes == [False, False, False, False, True, True]
     # the failure of group b was recorded before its fixes: the pattern is not failing any more
     records, state = reshape_group([_fix(0, "c", group_size=1)], state, cfg, step=2)
-    assert records[0]["r_progress"] == 0.0
+    assert records[0]["components"]["progress"] == 0.0
     _, state = reshape_group([_fail(i, "d", group_size=2) for i in range(2)], state, cfg, step=3)
     records, state = reshape_group([_fix(0, "e", group_size=1)], state, cfg, step=4)
-    assert records[0]["r_progress"] == 0.0  # only 2 failures since the last fix
+    assert records[0]["components"]["progress"] == 0.0  # only 2 failures since the last fix
     _, state = reshape_group([_fail(0, "f", group_size=1)], state, cfg, step=5)
     records, state = reshape_group([_fix(0, "g", group_size=1)], state, cfg, step=6)
-    assert records[0]["r_progress"] == 0.0  # the fix in e reset the count
+    assert records[0]["components"]["progress"] == 0.0  # the fix in e reset the count
     _, state = reshape_group([_fail(i, "h", group_size=3) for i in range(3)], state, cfg, step=7)
     records, _ = reshape_group([_fix(0, "i", group_size=1)], state, cfg, step=8)
-    assert records[0]["r_progress"] == 0.5
+    assert records[0]["components"]["progress"] == 0.5
 
 
 def test_a_partial_pass_is_not_a_fix():
@@ -176,7 +179,7 @@ def test_a_partial_pass_is_not_a_fix():
     _, state = reshape_group([_fail(0, "a", group_size=1)], ReshapeState(), cfg, step=0)
     flaky = make_feedback(0, [1.0, 0.75], group_id="b", group_size=1, fixed_pattern="off_by_one")
     records, _ = reshape_group([flaky], state, cfg, step=1)
-    assert records[0]["r_progress"] == 0.0
+    assert records[0]["components"]["progress"] == 0.0
 
 
 @pytest.mark.parametrize(
