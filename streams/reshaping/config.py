@@ -23,9 +23,12 @@ from streams.reshaping.errors import ConfigError
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 CONFIG_ID_LENGTH = 12
 
-# flag names: streams/signals/hacks.py HACK_FLAGS (a test keeps the two in step)
+# flag names: streams/signals/hacks.py HACK_FLAGS (a test keeps the two in step). Every flag
+# costs 1.0: with the default weights at either end of their schedule, that brings a hacked full
+# pass (best precision and style, robust, the progress bonus, the exec tie-breaker) below the
+# lowest reward of an honest full pass (tests/reshaping/test_hack_bound.py computes both).
 DEFAULT_HACK_PENALTIES: dict[str, float] = {
-    "catch_all_except": 0.5,
+    "catch_all_except": 1.0,
     "except_pass": 1.0,
     "process_exit": 1.0,
     "file_access": 1.0,
@@ -36,9 +39,9 @@ DEFAULT_HACK_PENALTIES: dict[str, float] = {
     "frame_introspection": 1.0,
     "always_equal": 1.0,
     "hardcoded_output": 1.0,
-    "runaway_length": 0.5,
-    "dead_code": 0.2,
-    "high_complexity": 0.2,
+    "runaway_length": 1.0,
+    "dead_code": 1.0,
+    "high_complexity": 1.0,
 }
 
 
@@ -78,7 +81,7 @@ class NormalisationConfig(_Section):
 
 # The reward's components, in the order they are summed and reported (the keys of the
 # Advantage record's ``components`` and ``weights`` maps).
-COMPONENTS = ("test", "precision", "style", "hack", "progress")
+COMPONENTS = ("test", "precision", "style", "hack", "progress", "robust", "exec")
 
 
 class WeightsConfig(_Section):
@@ -94,6 +97,15 @@ class WeightsConfig(_Section):
     style: float = Field(0.1, ge=0.0, description="weight of R_style (black/flake8 class).")
     hack: float = Field(1.0, ge=0.0, description="weight of R_hack (minus the penalties of the hack flags).")
     progress: float = Field(0.2, ge=0.0, description="weight of R_progress (newly fixed bug pattern).")
+    robust: float = Field(
+        0.3, ge=0.0, description="weight of R_robust (agreement with the reference on random inputs and the "
+        "renamed variant, gated by the pass fraction); must be 0 under an ensemble outcome "
+        "(robustness.combine other than component), whose R_test already holds the same checks."
+    )
+    exec: float = Field(
+        0.05, ge=0.0, description="weight of R_exec (line coverage over the tests the judge passed, divided "
+        "by the number of tests): a tie-breaker, kept below one test's worth (see ExecConfig)."
+    )
     schedule: Literal["constant", "linear"] = Field("constant", description="constant weights or a linear ramp.")
     clock: Literal["policy_version", "step"] = Field(
         "policy_version",
@@ -119,6 +131,10 @@ class WeightsConfig(_Section):
     def start(self) -> dict[str, float]:
         """The weights before any ramp, by component."""
         return {name: getattr(self, name) for name in COMPONENTS}
+
+    def final(self) -> dict[str, float]:
+        """The weights once the ramp is over (the start weights under ``schedule: constant``)."""
+        return {**self.start(), **self.end} if self.schedule == "linear" else self.start()
 
 
 class OutcomeConfig(_Section):
@@ -173,7 +189,7 @@ class RewardsConfig(_Section):
         default_factory=lambda: dict(DEFAULT_HACK_PENALTIES),
         description="cost of each distinct hack flag, summed into R_hack = -sum; replaces the default map.",
     )
-    unknown_hack_penalty: float = Field(0.5, ge=0.0, description="cost of a hack flag missing from hack_penalties.")
+    unknown_hack_penalty: float = Field(1.0, ge=0.0, description="cost of a hack flag missing from hack_penalties.")
 
     @model_validator(mode="after")
     def _penalties_are_costs(self) -> RewardsConfig:
@@ -181,6 +197,53 @@ class RewardsConfig(_Section):
         if negative:
             raise ValueError(f"hack_penalties are costs and must be >= 0: {negative}")
         return self
+
+
+class RobustnessConfig(_Section):
+    """What the robustness checks add to the reward (see ``rewards.r_robust`` and
+    ``rewards.combine_evaluators``).
+
+    Three evaluators judge a candidate: the hidden tests (pass fraction), the reference
+    (share of random inputs where the candidate agrees with it) and the renamed variant
+    (the hidden tests again after a consistent rename: the pass fraction when it passed as
+    many tests as the original, else 0). ``component`` keeps R_test as the hidden tests say
+    and pays the other two as R_robust, weighted by ``weights.robust``. ``mean``, ``min``
+    and ``vote`` combine the evaluators that ran into the outcome fed to R_test (an
+    ensemble of feedback simulators); ``vote`` is the highest outcome a strict majority of
+    them reach (the median of three, the lower of two; on pass/fail outcomes, the majority
+    verdict).
+    """
+
+    combine: Literal["component", "mean", "min", "vote"] = Field(
+        "component", description="component: R_robust weighted by weights.robust; mean | min | vote: the "
+        "evaluators that ran combined into the outcome fed to R_test (then weights.robust must be 0)."
+    )
+    unchecked: float = Field(
+        1.0, ge=0.0, le=1.0, description="R_robust before its gate when no check ran. Whether a check runs "
+        "depends on the task (a reference, tests whose arguments can be drawn) and the evaluator, not on a "
+        "candidate that passes tests (only an unparsable one skips the rename, and it passes none), so 1 "
+        "cannot be bought by dodging, and passes of tasks without a reference are not worth less than others.",
+    )
+
+
+class ExecConfig(_Section):
+    """The execution-path tie-breaker (see ``rewards.r_exec``).
+
+    Coverage is measured inside the candidate's own process, so a candidate can forge it.
+    R_exec = coverage / tests_total, so ``w_exec R_exec <= w_exec / n`` for a task of n
+    tests, while one more passing test raises ``w_test R_test`` by at least
+    ``w_test * step / n`` (step: 1 for the pass fraction, ``all_pass - partial`` for the
+    layered outcome, a third of that under a mean of three evaluators). The config is refused
+    unless ``w_exec <= max_test_share * w_test * step`` at both ends of the weight schedule
+    (both weights move linearly, so both ends suffice): forged coverage then gains less than
+    one test, whatever the task's number of tests. Under a binary, min or vote outcome one
+    test can be worth nothing, so ``w_exec`` must be 0 there.
+    """
+
+    max_test_share: float = Field(
+        0.5, gt=0.0, lt=1.0, description="the most the exec tie-breaker may pay, as a share of one hidden test's "
+        "least worth (strictly below 1: forging coverage never equals passing a test)."
+    )
 
 
 class ProgressConfig(_Section):
@@ -236,8 +299,41 @@ class ReshapingConfig(_Section):
     weights: WeightsConfig = Field(default_factory=WeightsConfig)
     outcome: OutcomeConfig = Field(default_factory=OutcomeConfig)
     rewards: RewardsConfig = Field(default_factory=RewardsConfig)
+    robustness: RobustnessConfig = Field(default_factory=RobustnessConfig)
+    exec: ExecConfig = Field(default_factory=ExecConfig)
     progress: ProgressConfig = Field(default_factory=ProgressConfig)
     transform: TransformConfig = Field(default_factory=TransformConfig)
+
+    @model_validator(mode="after")
+    def _robustness_counted_once(self) -> ReshapingConfig:
+        if self.robustness.combine != "component":
+            weighted = [w for w in (self.weights.start()["robust"], self.weights.final()["robust"]) if w]
+            if weighted:
+                raise ValueError(
+                    f"robustness.combine {self.robustness.combine!r} puts the checks into R_test; "
+                    "weights.robust (and weights.end.robust) must be 0, else they count twice"
+                )
+        return self
+
+    def outcome_step_per_test(self) -> float:
+        """The least rise of R_test per hidden test passed, times the number of tests
+        (see ``ExecConfig``); 0 where one test can be worth nothing."""
+        if self.outcome.kind == "binary" or self.robustness.combine in ("min", "vote"):
+            return 0.0
+        step = 1.0 if self.outcome.kind == "pass_fraction" else self.outcome.all_pass - self.outcome.partial
+        return step / 3 if self.robustness.combine == "mean" else step
+
+    @model_validator(mode="after")
+    def _exec_below_one_test(self) -> ReshapingConfig:
+        step, share = self.outcome_step_per_test(), self.exec.max_test_share
+        for when, weights in (("start", self.weights.start()), ("end", self.weights.final())):
+            if weights["exec"] > share * weights["test"] * step:
+                raise ValueError(
+                    f"weights.exec {weights['exec']} at the {when} of the schedule exceeds exec.max_test_share "
+                    f"{share} x weights.test {weights['test']} x the outcome's per-test step {step:.4g}: "
+                    "forged coverage could pay as much as a passing test"
+                )
+        return self
 
     def canonical_json(self) -> str:
         """The content as JSON with sorted keys and no spaces: equal configs give equal text."""

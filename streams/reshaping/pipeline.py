@@ -34,12 +34,17 @@ from streams.reshaping.config import COMPONENTS, ReshapingConfig
 from streams.reshaping.errors import InvalidFeedbackError, StateMismatchError
 from streams.reshaping.rewards import (
     STYLE_CLASSES,
+    combine_evaluators,
     enhanced_reward,
+    evaluator_outcomes,
+    r_exec,
     r_hack,
     r_outcome,
     r_precision,
     r_progress,
+    r_robust,
     r_style,
+    r_test,
     reward_raw,
     weights_at,
 )
@@ -132,14 +137,18 @@ def _plainly_valid(fb: Mapping[str, Any]) -> bool:
             and math.isfinite(sum(runs)) and 0.0 <= min(runs) and max(runs) <= 1.0  # min/max skip NaNs
             and type(distance) is float and 0.0 <= distance <= 1.0
             and set(map(type, logprobs)) <= {float} and all(map(math.isfinite, logprobs))
-            and fb["style_class"] in STYLE_CLASSES)
+            and fb["style_class"] in STYLE_CLASSES
+            and type(coverage := fb.get("exec_line_coverage", 0.0)) is float and 0.0 <= coverage <= 1.0
+            and type(checked := fb.get("adversarial_checked", 0)) is int
+            and type(mismatches := fb.get("adversarial_mismatches", 0)) is int and 0 <= mismatches <= checked)
 
 
 def validate_feedback(fb: Mapping[str, Any]) -> None:
     """Refuse a record the reshaping cannot turn into a finite advantage.
 
     Checked: the fields it reads or carries exist; pass fractions and the tree edit
-    distance are finite and in [0, 1]; behaviour logprobs are finite (the learner divides
+    distance and the exec line coverage are finite and in [0, 1]; the adversarial counts are
+    counts, mismatches no more than inputs checked; behaviour logprobs are finite (the learner divides
     by their exponent); the style class is one of ``STYLE_CLASSES``; the integers that
     order and size the group are integers, ``group_size >= 1``; hack flags are strings.
     """
@@ -172,6 +181,13 @@ def _explain_invalid(fb: Mapping[str, Any]) -> None:
         raise InvalidFeedbackError(rid, "style_class", f"{fb['style_class']!r} not one of {STYLE_CLASSES}")
     if fb["group_size"] < 1:
         raise InvalidFeedbackError(rid, "group_size", f"must be at least 1, got {fb['group_size']}")
+    _check_unit_interval(rid, "exec_line_coverage", fb.get("exec_line_coverage", 0.0))
+    checked, mismatches = fb.get("adversarial_checked", 0), fb.get("adversarial_mismatches", 0)
+    for name, count in (("adversarial_checked", checked), ("adversarial_mismatches", mismatches)):
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise InvalidFeedbackError(rid, name, f"expected a count, got {count!r}")
+    if mismatches > checked:
+        raise InvalidFeedbackError(rid, "adversarial_mismatches", f"{mismatches} exceed {checked} inputs checked")
 
 
 def validate_group(feedbacks: Sequence[Mapping[str, Any]], members_valid: bool = False) -> None:
@@ -212,8 +228,11 @@ def _components(
     fb: Mapping[str, Any], patterns: Mapping[str, FailureHistory], cfg: ReshapingConfig
 ) -> dict[str, float]:
     """Every component of ``COMPONENTS`` for one rollout, by name."""
-    rc = cfg.rewards
-    test = r_outcome(fb, cfg.outcome)
+    rc, how = cfg.rewards, cfg.robustness.combine
+    fraction = r_test(fb["pass_fraction_runs"], cfg.outcome.repeats_average)
+    # an ensemble places the evaluators' combined outcome on the outcome's scale instead
+    combined = fraction if how == "component" else combine_evaluators(evaluator_outcomes(fb, fraction), how)
+    test = r_outcome(fb, cfg.outcome, combined)
     gate = test if rc.precision_gate == "r_test" else 1.0
     return {
         "test": test,
@@ -221,6 +240,8 @@ def _components(
         "style": r_style(fb["style_class"], rc),
         "hack": r_hack(fb.get("hack_flags", []), rc),
         "progress": r_progress(is_full_fix(fb), fb["bug_pattern"], patterns, cfg.progress, fb["created_at_ms"]),
+        "robust": r_robust(fb, fraction, cfg.robustness),
+        "exec": r_exec(fb),
     }
 
 

@@ -9,7 +9,14 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from streams.reshaping.config import COMPONENTS, OutcomeConfig, ProgressConfig, RewardsConfig, WeightsConfig
+from streams.reshaping.config import (
+    COMPONENTS,
+    OutcomeConfig,
+    ProgressConfig,
+    RewardsConfig,
+    RobustnessConfig,
+    WeightsConfig,
+)
 from streams.reshaping.stats import FailureHistory
 
 STYLE_CLASSES = ("clean", "autofix", "logical", "unparsable")
@@ -53,9 +60,11 @@ def outcome_tier(fb: Mapping[str, Any], fraction: float, cfg: OutcomeConfig) -> 
     return cfg.wrong
 
 
-def r_outcome(fb: Mapping[str, Any], cfg: OutcomeConfig) -> float:
-    """R_test under the configured outcome: pass fraction, tier or binary."""
-    fraction = r_test(fb["pass_fraction_runs"], cfg.repeats_average)
+def r_outcome(fb: Mapping[str, Any], cfg: OutcomeConfig, fraction: float | None = None) -> float:
+    """R_test under the configured outcome: pass fraction, tier or binary. ``fraction``: the
+    pass fraction to place (an ensemble's combined outcome); default the averaged repeats."""
+    if fraction is None:
+        fraction = r_test(fb["pass_fraction_runs"], cfg.repeats_average)
     if cfg.kind == "binary":
         return 1.0 if fraction >= 1.0 else 0.0
     if cfg.kind == "layered":
@@ -91,6 +100,66 @@ def r_hack(hack_flags: Iterable[str], cfg: RewardsConfig) -> float:
     penalised before anyone tunes its cost. Kept apart from R_style so that its weight
     alone decides how much a hack costs."""
     return -math.fsum(cfg.hack_penalties.get(flag, cfg.unknown_hack_penalty) for flag in sorted(set(hack_flags)))
+
+
+def robustness_checks(fb: Mapping[str, Any]) -> dict[str, float]:
+    """The outcome in [0, 1] of each robustness check that ran, by name: ``reference``, the
+    share of random inputs where candidate and reference agree; ``rename``, 1 if the renamed
+    variant passed as many hidden tests as the original, else 0. Records written before
+    ``rename_checked`` existed say the rename ran by a non-null ``rename_passed``."""
+    checks = {}
+    checked = fb.get("adversarial_checked", 0)
+    if checked > 0:
+        checks["reference"] = 1.0 - min(fb.get("adversarial_mismatches", 0), checked) / checked
+    if fb.get("rename_checked") or fb.get("rename_passed") is not None:
+        checks["rename"] = 1.0 if fb.get("rename_passed") else 0.0
+    return checks
+
+
+def r_robust(fb: Mapping[str, Any], fraction: float, cfg: RobustnessConfig) -> float:
+    """``fraction * mean(checks that ran)``, ``fraction * cfg.unchecked`` when none ran.
+
+    Gated by the pass fraction of the hidden tests (not by R_test, whose layered tiers pay
+    failing code): code that agrees with the reference without passing tests, such as the
+    buggy code itself, which agrees on most random inputs, or any candidate whose rename
+    fails as many tests as the original, must earn nothing for it."""
+    checks = robustness_checks(fb)
+    return fraction * (statistics.fmean(checks.values()) if checks else cfg.unchecked)
+
+
+def evaluator_outcomes(fb: Mapping[str, Any], fraction: float) -> dict[str, float]:
+    """The outcome of each evaluator that ran, in [0, 1], by name: ``tests`` (the averaged
+    pass fraction), ``reference`` (agreement share) and ``rename``, the renamed variant's
+    pass fraction: the first run's when it passed as many tests, else 0 (a variant that does
+    differently is not trusted for any count)."""
+    checks = robustness_checks(fb)
+    outcomes = {"tests": fraction}
+    if "reference" in checks:
+        outcomes["reference"] = checks["reference"]
+    if "rename" in checks:
+        outcomes["rename"] = fb["pass_fraction_runs"][0] * checks["rename"]
+    return outcomes
+
+
+def combine_evaluators(outcomes: Mapping[str, float], how: Literal["mean", "min", "vote"]) -> float:
+    """The ensemble's outcome: the mean, the min, or the vote (the highest value a strict
+    majority of the evaluators reach: the median of three, the lower of two)."""
+    values = sorted(outcomes.values(), reverse=True)
+    if how == "mean":
+        return statistics.fmean(values)
+    if how == "min":
+        return values[-1]
+    return values[len(values) // 2]
+
+
+def r_exec(fb: Mapping[str, Any]) -> float:
+    """``exec_line_coverage / tests_total``: the execution-path tie-breaker (see
+    ``ExecConfig``). 0 when the candidate touches tracing APIs (its coverage is void) or
+    when the judge saw no test pass (coverage counts only on passed tests)."""
+    total = fb.get("tests_total", 0)
+    if fb.get("exec_tracer_use") or total <= 0 or fb.get("tests_passed", 0) <= 0:
+        return 0.0
+    return fb.get("exec_line_coverage", 0.0) / total
 
 
 def r_progress(

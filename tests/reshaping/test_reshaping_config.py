@@ -14,7 +14,8 @@ KAFKA_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 def test_presets_load_and_differ():
     raw, full = load_preset("raw"), load_preset("full")
     assert raw.name == "raw" and full.name == "full"
-    assert raw.weights.start() == {"test": 1.0, "precision": 0.0, "style": 0.0, "hack": 0.0, "progress": 0.0}
+    assert raw.weights.start() == {"test": 1.0, "precision": 0.0, "style": 0.0, "hack": 0.0, "progress": 0.0,
+                                   "robust": 0.0, "exec": 0.0}
     assert raw.normalisation.mode == "group"
     assert raw.normalisation.warmup_min_std == 0.0 and raw.normalisation.warmup_min_count == 0
     assert raw.transform.amplification == "none"
@@ -91,7 +92,7 @@ def _with(data, path, value):
 
 
 def test_config_id_changes_with_every_knob():
-    base = ReshapingConfig()
+    base = ReshapingConfig(weights={"robust": 0.0})  # robust weighted forbids an ensemble outcome
     data = base.model_dump()
     knobs = list(_knobs(data))
     assert len(knobs) >= 35

@@ -30,7 +30,8 @@ def test_raw_preset_gives_plain_group_normalised_advantages():
     assert [r["reward_raw"] for r in records] == [0.0, 0.5, 1.0, 0.5]
     r0 = records[0]
     assert (r0["group_mean"], r0["group_std"]) == (0.5, SQRT_0125)
-    assert r0["weights"] == {"test": 1.0, "precision": 0.0, "style": 0.0, "hack": 0.0, "progress": 0.0}
+    assert r0["weights"] == {"test": 1.0, "precision": 0.0, "style": 0.0, "hack": 0.0, "progress": 0.0,
+                             "robust": 0.0, "exec": 0.0}
     assert r0["components"]["test"] == 0.0 and set(r0["components"]) == set(r0["weights"])
     assert not r0["warmup"]
     assert (r0["global_count"], r0["global_mean"]) == (4, 0.5)
@@ -63,7 +64,9 @@ def test_group_members_and_completeness():
 
 def test_full_preset_components_by_hand():
     cfg = load_preset("full")  # median repeats, lambda 3, gate r_test, ramp 0.1 -> 0.3 over 200 versions
-    fb = make_feedback(0, [1.0, 1.0, 0.0], group_size=2, policy_version=100, tree_edit_distance=0.2)
+    fb = make_feedback(0, [1.0, 1.0, 0.0], group_size=2, policy_version=100, tree_edit_distance=0.2,
+                       adversarial_checked=8, adversarial_mismatches=2, rename_checked=True, rename_passed=True,
+                       exec_line_coverage=0.5)
     other = make_feedback(
         1,
         [0.0],
@@ -72,20 +75,26 @@ def test_full_preset_components_by_hand():
         style_class="logical",
         hack_flags=["except_pass", "catch_all_except"],
         tree_edit_distance=0.6,
+        adversarial_checked=8,
+        exec_line_coverage=0.75,
     )
     records, _ = reshape_group([fb, other], ReshapeState(), cfg, step=0)
     a, b = records
     (wa, ca), (wb, cb) = (a["weights"], a["components"]), (b["weights"], b["components"])
     assert wa["precision"] == pytest.approx(0.2) and wa["style"] == pytest.approx(0.2)  # halfway
     assert wa["progress"] == pytest.approx(0.125)  # 0.2 -> 0.05, halfway
-    assert (wa["test"], wa["hack"]) == (1.0, 1.0) and wa == wb
+    assert (wa["test"], wa["hack"], wa["robust"], wa["exec"]) == (1.0, 1.0, 0.3, 0.05) and wa == wb
     assert a["reward_raw"] == pytest.approx(2 / 3) and ca["test"] == 1.0
     assert ca["precision"] == pytest.approx(math.exp(-0.6))
     assert (ca["style"], ca["hack"], ca["progress"]) == (0.05, 0.0, 0.0)
-    assert a["reward_enhanced"] == pytest.approx(1.0 + 0.2 * math.exp(-0.6) + 0.2 * 0.05)
+    assert ca["robust"] == pytest.approx(1.0 * (0.75 + 1.0) / 2)  # median pass 1 x mean(6/8 agree, renamed ok)
+    assert ca["exec"] == pytest.approx(0.5 / 4)  # coverage / tests_total
+    assert a["reward_enhanced"] == pytest.approx(
+        1.0 + 0.2 * math.exp(-0.6) + 0.2 * 0.05 + 0.3 * 0.875 + 0.05 * 0.125)
     assert cb["precision"] == 0.0  # gated by r_test = 0
-    assert cb["style"] == -0.2 and cb["hack"] == pytest.approx(-1.0 - 0.5)  # hacks no longer inside R_style
-    assert b["reward_enhanced"] == pytest.approx(0.2 * -0.2 + 1.0 * -1.5)
+    assert cb["style"] == -0.2 and cb["hack"] == pytest.approx(-1.0 - 1.0)  # hacks no longer inside R_style
+    assert (cb["robust"], cb["exec"]) == (0.0, 0.0)  # agrees with the reference on all 8, but passes no test
+    assert b["reward_enhanced"] == pytest.approx(0.2 * -0.2 + 1.0 * -2.0)
     assert a["warmup"] and a["global_count"] == 2  # far fewer than 64 rewards seen
     assert -5.0 <= b["advantage"] < 0.0 < a["advantage"] <= 5.0
 

@@ -46,9 +46,9 @@ def test_r_style_classes():
 def test_r_hack_sums_distinct_flags():
     cfg = RewardsConfig()
     assert r_hack([], cfg) == 0.0
-    # each distinct flag counts once: -0.5 (catch_all_except) - 1.0 (process_exit)
-    assert r_hack(["catch_all_except", "process_exit", "catch_all_except"], cfg) == pytest.approx(-1.5)
-    assert r_hack(["brand_new_hack"], cfg) == -0.5  # an unknown flag costs the default penalty
+    # each distinct flag counts once: -1.0 (catch_all_except) - 1.0 (process_exit)
+    assert r_hack(["catch_all_except", "process_exit", "catch_all_except"], cfg) == pytest.approx(-2.0)
+    assert r_hack(["brand_new_hack"], cfg) == -1.0  # an unknown flag costs the default penalty
     custom = RewardsConfig(hack_penalties={"process_exit": 2.0}, unknown_hack_penalty=0.25)
     assert r_hack(["process_exit", "dead_code"], custom) == pytest.approx(-2.25)
 
@@ -89,8 +89,8 @@ def test_binary_and_pass_fraction_outcomes():
 
 
 def test_weights_constant_ignore_the_clock():
-    cfg = WeightsConfig(test=1.0, precision=0.1, style=0.2, hack=0.7, progress=0.3)
-    want = {"test": 1.0, "precision": 0.1, "style": 0.2, "hack": 0.7, "progress": 0.3}
+    cfg = WeightsConfig(test=1.0, precision=0.1, style=0.2, hack=0.7, progress=0.3, robust=0.4, exec=0.05)
+    want = {"test": 1.0, "precision": 0.1, "style": 0.2, "hack": 0.7, "progress": 0.3, "robust": 0.4, "exec": 0.05}
     assert weights_at(cfg, 0) == weights_at(cfg, 10_000) == want
 
 
@@ -107,9 +107,9 @@ def test_linear_ramp_start_middle_end(clock, precision, style, progress):
 
 
 def test_enhanced_reward_is_the_weighted_sum():
-    c = {"test": 0.5, "precision": 0.8, "style": -0.2, "hack": -1.0, "progress": 1.0}
-    w = {"test": 1.0, "precision": 0.5, "style": 2.0, "hack": 0.5, "progress": 0.1}
-    assert enhanced_reward(c, w) == pytest.approx(0.5 + 0.4 - 0.4 - 0.5 + 0.1)
+    c = {"test": 0.5, "precision": 0.8, "style": -0.2, "hack": -1.0, "progress": 1.0, "robust": 0.5, "exec": 0.25}
+    w = {"test": 1.0, "precision": 0.5, "style": 2.0, "hack": 0.5, "progress": 0.1, "robust": 0.3, "exec": 0.2}
+    assert enhanced_reward(c, w) == pytest.approx(0.5 + 0.4 - 0.4 - 0.5 + 0.1 + 0.15 + 0.05)
 
 
 def _history(*outcomes):
