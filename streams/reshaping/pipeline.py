@@ -146,10 +146,10 @@ def _plainly_valid(fb: Mapping[str, Any]) -> bool:
 def validate_feedback(fb: Mapping[str, Any]) -> None:
     """Refuse a record the reshaping cannot turn into a finite advantage.
 
-    Checked: the fields it reads or carries exist; pass fractions and the tree edit
-    distance and the exec line coverage are finite and in [0, 1]; the adversarial counts are
-    counts, mismatches no more than inputs checked; behaviour logprobs are finite (the learner divides
-    by their exponent); the style class is one of ``STYLE_CLASSES``; the integers that
+    Checked: the fields it reads or carries exist; pass fractions, the tree edit distance
+    and the exec line coverage are finite and in [0, 1]; the adversarial counts are counts,
+    mismatches no more than inputs checked; behaviour logprobs are finite (the learner
+    divides by their exponent); the style class is one of ``STYLE_CLASSES``; the integers that
     order and size the group are integers, ``group_size >= 1``; hack flags are strings.
     """
     if not _plainly_valid(fb):
