@@ -193,10 +193,16 @@ class CandidateServer:
 
     def answer(self, request):
         op, nonce, seconds = request[0], request[1], request[-1]
+        if op == "lines":
+            # Runs none of the candidate's code, so it skips the restore below (the bulk of a
+            # request's cost), which also leaves the flags as an untraced run would find them.
+            lines = self.tracer.take() if self.tracer is not None else []
+            self.send(["ok", nonce, lines, sorted(self.flags)])
+            return
         if self.snapshot.restore():
             self.flags.add("patched_builtins")
         self.alarm.arm(seconds)
-        tracer = self.tracer if op != "lines" else None
+        tracer = self.tracer
         try:
             if tracer is not None:
                 tracer.start()
@@ -229,8 +235,6 @@ class CandidateServer:
             return iter(fields[0])
         if op == "next":
             return next(fields[0])
-        if op == "lines":
-            return self.tracer.take() if self.tracer is not None else []
         raise ValueError(f"unknown request {op!r}")
 
 

@@ -62,3 +62,14 @@ def test_claimed_lines_are_cut_to_the_candidates_line_numbers(pool, healthy_afte
     result = pool.evaluate(EvalRequest(code=forger, tests=TESTS[:1], entry_point="sign", trace_lines=True))
     assert result.tests_passed == 1
     assert lines_of(result) == [[1, 2, 3, 4, 5, 6]]  # the judge passes on only lines the code has
+
+
+def test_a_long_test_is_traced_only_up_to_the_event_budget(pool):
+    code = ("def count(n):\n    total = 0\n    for i in range(n):\n        if i % 3:\n"
+            "            total += i\n    return total\n")
+    n = 300_000  # three line events an iteration: far past the budget
+    tests = [f"assert count({n}) == {sum(i for i in range(n) if i % 3)}", "assert count(3) == 3"]
+    result = pool.evaluate(EvalRequest(code=code, tests=tests, entry_point="count", trace_lines=True))
+    assert result.tests_passed == 2
+    # the long test stopped being traced inside its loop: its return line is missing
+    assert lines_of(result) == [[2, 3, 4, 5], [2, 3, 4, 5, 6]]
