@@ -38,7 +38,8 @@ class Outcome(Protocol):
 
 def uses_tracer(code: str) -> bool:
     """Whether the code names a tracing API (TRACER_NAMES as an attribute, an imported name or
-    a string, as in getattr(sys, "settrace")) or imports a tracing module. Statically: code
+    a string, as in getattr(sys, "settrace")) or imports a tracing module. A plain variable of
+    such a name is no use of the API: only an import or an attribute reaches it. Statically: code
     that builds such a name at run time is not caught, which is why the signal stays a
     tie-breaker. The standard `ast` suffices here: no formatting is read."""
     try:
@@ -47,8 +48,6 @@ def uses_tracer(code: str) -> bool:
         return False  # never ran: no coverage to void
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in TRACER_NAMES:
-            return True
-        if isinstance(node, ast.Name) and node.id in TRACER_NAMES:
             return True
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in TRACER_NAMES:
             return True

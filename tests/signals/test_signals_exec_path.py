@@ -81,7 +81,11 @@ def test_tracer_apis_are_found(code):
     assert uses_tracer(code)
 
 
-@pytest.mark.parametrize("code", [CODE, "def trace(x):\n    profile = {'settings': x}\n    return profile\n",
-                                  "def f(x)\n    sys.settrace(None)\n"])
+@pytest.mark.parametrize("code", [
+    CODE,
+    "def trace(x):\n    profile = {'settings': x}\n    return profile\n",
+    "def f(monitoring, settrace):\n    return monitoring or settrace\n",  # variables, not the API
+    "def f(x)\n    sys.settrace(None)\n",  # unparsable: never ran
+])
 def test_ordinary_and_unparsable_code_uses_no_tracer(code):
     assert not uses_tracer(code)
