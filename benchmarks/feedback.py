@@ -1,5 +1,6 @@
 """Feedback throughput: candidates/s through (a) a fresh python per candidate,
-(b) the sandbox pool, (c) the pool's floor (a warm sandboxed fork running an empty test).
+(b) the sandbox pool, (c) the pool's floor (a warm sandboxed fork running an empty test);
+then the cost of the execution-path signal (coverage_cost).
 
     python benchmarks/feedback.py --n 200
 """
@@ -9,9 +10,11 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from streams.sandbox import EvalRequest, SandboxConfig, SandboxPool
+from streams.signals import executable_lines, line_coverage, uses_tracer
 
 MBPP = Path("/work/shared/data/mbpp/mbpp.jsonl")
 TASK_IDS = [2, 3, 4, 6, 7, 8, 9, 11, 12, 14]
@@ -97,6 +100,41 @@ def timed(label: str, n: int, work) -> tuple[float, object]:
     return rate, out
 
 
+# A loop of about 30 000 line events in its first test: where tracing costs most.
+LOOP_HEAVY = EvalRequest(
+    code="def count(n):\n    total = 0\n    for i in range(n):\n        if i % 3:\n            total += i\n"
+    "    return total\n",
+    tests=["assert count(10000) == 33326667", "assert count(3) == 3"],
+)
+
+
+def evaluate_with_coverage(pool: SandboxPool, requests: list[EvalRequest], traced: bool) -> None:
+    """The requests' sandbox runs; traced: with line tracing and the host's share of the
+    execution-path signal (tracer check, executable lines, coverage)."""
+    results = pool.evaluate_many([replace(r, trace_lines=traced) for r in requests])
+    if traced:
+        for request, result in zip(requests, results):
+            if not uses_tracer(request.code):
+                line_coverage(executable_lines(request.code), result.outcomes)
+
+
+def coverage_cost(pool: SandboxPool, candidates: list[EvalRequest], rounds: int = 4, chunk: int = 10) -> None:
+    """(d) Candidates/s without and with the execution-path signal, on the candidates and on
+    LOOP_HEAVY copies. The two alternate chunk by chunk (in swapped order every other round),
+    so both see the same load on a shared machine; each rate is over all its chunks."""
+    for label, requests in (("candidates", candidates), ("loop-heavy", [LOOP_HEAVY] * max(len(candidates) // 4, 1))):
+        spent = {False: 0.0, True: 0.0}
+        for round_ in range(rounds):
+            for i in range(0, len(requests), chunk):
+                for traced in (False, True) if round_ % 2 == 0 else (True, False):
+                    start = time.perf_counter()
+                    evaluate_with_coverage(pool, requests[i : i + chunk], traced)
+                    spent[traced] += time.perf_counter() - start
+        plain, with_coverage = (rounds * len(requests) / spent[t] for t in (False, True))
+        print(f"(d) {label}: {plain:.1f} candidates/s plain, {with_coverage:.1f} with line coverage; "
+              f"with / plain = {with_coverage / plain:.2f}x ({len(requests)} candidates x {rounds} rounds)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -135,6 +173,7 @@ def main() -> None:
             args.n,
             lambda: pool.evaluate_many(empty),
         )
+        coverage_cost(pool, candidates)
 
     pool_passed = [r.tests_passed for r in results]
     agree = sum(a == b for a, b in zip(naive_passed, pool_passed))

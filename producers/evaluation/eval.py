@@ -33,8 +33,9 @@ from streams.sandbox import SandboxPool
 Generate = Callable[[Sequence[dict], SamplingParams], list[list[str]]]
 
 # The adversarial and rename checks feed fields the metrics do not read and triple the
-# sandbox work per candidate, so evaluation leaves them off by default.
-EVAL_EVALUATOR = EvaluatorConfig(adversarial_inputs=0, rename_check=False)
+# sandbox work per candidate, so evaluation leaves them off by default; so too the line
+# tracing of the execution path, which no metric reads either.
+EVAL_EVALUATOR = EvaluatorConfig(adversarial_inputs=0, rename_check=False, exec_coverage=False)
 
 
 @dataclass

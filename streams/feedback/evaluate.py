@@ -6,7 +6,9 @@ Per rollout it runs, all in the sandbox:
      (both defined in the child; the reference under a private name, so only this check could
      ever read it, never the hidden tests' expected values);
   3. the rename check: the same tests after a harmless rename of the entry point.
-Then the pure signals (tree edit distance, style, hack flags, fixed pattern) on the code.
+The first run of the hidden tests also records which lines of the candidate's functions each
+test ran (`exec_coverage`). Then the pure signals (tree edit distance, style, hack flags,
+fixed pattern, execution path) on the code and the outcomes.
 `build_feedback` is pure, so replays and tests can build records from stored results.
 """
 
@@ -25,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from schemas.prompt import candidate_code, extract_code
 from schemas.records import build_record
 from streams.sandbox import EvalRequest, EvalResult, ErrorKind, SandboxPool
-from streams.signals import (SignalConfig, check_style, classify_fix, detect_hacks, random_inputs,
-                             rename_entry_point, tree_edit_distance)
+from streams.signals import (SignalConfig, check_style, classify_fix, detect_hacks, executable_lines, line_coverage,
+                             random_inputs, rename_entry_point, tree_edit_distance, uses_tracer)
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,10 @@ class EvaluatorConfig(BaseModel):
     repeats: int = Field(1, ge=1, le=16, description="times the hidden tests run; >1 averages flaky tests")
     adversarial_inputs: int = Field(8, ge=0, description="random boundary inputs compared with the reference; 0 = off")
     rename_check: bool = Field(True, description="re-run the tests after a harmless rename of the entry point")
+    exec_coverage: bool = Field(
+        True, description="trace, in the first run of the hidden tests, which lines of the candidate's functions each "
+                          "test runs, for `exec_line_coverage` (a claim of the candidate's own process: counted only "
+                          "on tests that pass, voided by tracer use); off: the field stays 0")
     timeout_s: float | None = Field(None, description="per-candidate wall clock; default: the sandbox's")
     carry_task_imports: bool = Field(
         True, description="give the candidate the task's module-level imports it uses and lacks "
@@ -75,8 +81,9 @@ def _requests(task: dict, candidate: str, cfg: EvaluatorConfig, seed: int) -> tu
     entry = task["entry_point"]
     common = dict(setup_code=task.get("test_setup_code", ""), imports=list(task.get("test_imports", [])),
                   timeout_s=cfg.timeout_s)
-    requests = [EvalRequest(code=candidate, tests=list(task["tests"]), entry_point=entry, **common)
-                for _ in range(cfg.repeats)]
+    # Only the first run is traced: its outcomes are the ones the feedback reports per test.
+    requests = [EvalRequest(code=candidate, tests=list(task["tests"]), entry_point=entry,
+                            trace_lines=cfg.exec_coverage and run == 0, **common) for run in range(cfg.repeats)]
     n_adv = 0
     if cfg.adversarial_inputs and task.get("reference_code"):
         try:
@@ -169,6 +176,7 @@ def build_feedback(task: dict, rollout: dict, candidate: str, runs: SandboxRuns 
         "tree_edit_distance": float(distance.normalised), "tree_edit_distance_raw": int(distance.raw),
         "style_class": style.style_class, "flake8_codes": list(style.codes), "hack_flags": list(hacks.flags),
         "cyclomatic_complexity": int(hacks.complexity), "completion_text": rollout["completion_text"][:20000],
+        "exec_tracer_use": uses_tracer(candidate),
     }
     if runs is None:
         return sandbox_failure_feedback(task, rollout, evaluator_error, cfg.version, **code_signals)
@@ -180,6 +188,8 @@ def build_feedback(task: dict, rollout: dict, candidate: str, runs: SandboxRuns 
     passed_all = all(r.tests_passed == r.tests_total and r.tests_total for r in runs.tests)
     adv_checked = runs.adversarial_checked if runs.adversarial else 0
     adv_mismatch = (runs.adversarial.tests_total - runs.adversarial.tests_passed) if adv_checked else 0
+    measured = cfg.exec_coverage and not code_signals["exec_tracer_use"]
+    coverage = line_coverage(executable_lines(candidate), first.outcomes) if measured else 0.0
     return build_record(
         "Feedback", leave_out=("event_id",), **_from_rollout(rollout), **code_signals,
         bug_pattern=task["bug_pattern"], difficulty=float(task["difficulty"]), evaluator_version=cfg.version,
@@ -192,6 +202,7 @@ def build_feedback(task: dict, rollout: dict, candidate: str, runs: SandboxRuns 
         fixed_pattern=classify_fix(buggy, candidate, cfg.signals) if passed_all else "",
         adversarial_mismatches=int(adv_mismatch), adversarial_checked=int(adv_checked),
         rename_passed=runs.renamed.tests_passed == first.tests_passed if runs.renamed is not None else None,
+        exec_line_coverage=float(coverage),
     )
 
 

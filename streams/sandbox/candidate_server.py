@@ -15,6 +15,7 @@ judge's nonce and the seconds it may take; each reply echoes the nonce:
     ["load", nonce, s]                      -> ["loaded", nonce, kind, message, names, flags]
     ["call", nonce, handle, args, kwargs, s] | ["getattr", nonce, handle, name, s]
     ["setattr", nonce, handle, name, value, s] | ["iter", nonce, handle, s] | ["next", nonce, handle, s]
+    | ["lines", nonce, s]  (the lines of the candidate's functions run since the last ask; [] untraced)
                                             -> ["ok", nonce, value, flags]
                                              | ["raised", nonce, kind, type name, message, flags]
                                              | ["toolong", nonce, flags]
@@ -27,6 +28,7 @@ import os
 import re
 import sys
 
+from streams.sandbox.line_trace import LineTrace
 from streams.sandbox.phases import Alarm, classify, describe
 from streams.sandbox.wire import TooDeep, WireError, decode, encode, pack, read_frame, write_all, write_frame
 
@@ -86,6 +88,7 @@ class CandidateServer:
         # Bound now, before the candidate can patch them.
         self._read, self._write = os.read, os.write
         self.objects = {}  # handle number -> object kept alive for the judge
+        self.tracer = None  # a LineTrace once the code compiled, if the request asks for lines
         self.numbers = {}  # id(object) -> handle number
 
     # ------------------------------------------------------------------ values
@@ -155,6 +158,8 @@ class CandidateServer:
             except (SyntaxError, ValueError, OverflowError, RecursionError) as exc:
                 self.alarm.disarm()
                 return "syntax", describe(exc), namespace
+            if self.req.get("trace_lines"):
+                self.tracer = LineTrace(code)
             exec(code, namespace)
             self.alarm.disarm()
         except BaseException as exc:
@@ -188,14 +193,27 @@ class CandidateServer:
 
     def answer(self, request):
         op, nonce, seconds = request[0], request[1], request[-1]
+        if op == "lines":
+            # Runs none of the candidate's code, so it skips the restore below (the bulk of a
+            # request's cost), which also leaves the flags as an untraced run would find them.
+            lines = self.tracer.take() if self.tracer is not None else []
+            self.send(["ok", nonce, lines, sorted(self.flags)])
+            return
         if self.snapshot.restore():
             self.flags.add("patched_builtins")
         self.alarm.arm(seconds)
+        tracer = self.tracer
         try:
+            if tracer is not None:
+                tracer.start()
             value = self.perform(op, request[2:-1])
+            if tracer is not None:
+                tracer.stop()
             encoded = self.encode(value)
             self.alarm.disarm()
         except BaseException as exc:
+            if tracer is not None:
+                tracer.stop()
             self.alarm.disarm()
             self.send(["raised", nonce, classify(exc), _type_name(exc), _text(exc), sorted(self.flags)])
             return

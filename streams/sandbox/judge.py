@@ -19,7 +19,11 @@ tampering: the judge stops and reports it.
 
 Report lines to the host (repr of tuples): ("load", kind, message, ms), ("flags", ...),
 ("value", index, wire text, truncated, ms), ("pass", index, ms),
-("fail", index, kind, message, ms), ("lost", index), ("tampered", index, reason), ("done",).
+("fail", index, kind, message, ms), ("lost", index), ("tampered", index, reason), ("done",),
+and where the request asks for them, ("lines", index, (line, ...)): the lines of its functions
+the candidate's process says it ran in that test. That is the candidate's claim, not a
+verdict; the judge passes it on only for a test that called into the candidate, keeping
+line numbers that exist in its code.
 """
 
 import builtins
@@ -124,6 +128,9 @@ class Judge:
         self.alarm = Alarm()
         self.phase_ends = 0.0
         self.exceptions = {}
+        self.trace_lines = bool(req.get("trace_lines"))
+        self.code_lines = len(req["code"].splitlines())  # no fewer than compile() counts
+        self.asked = 0  # requests to the candidate since the current test began
 
     # ------------------------------------------------------------- reporting
     def send(self, *frame):
@@ -139,6 +146,7 @@ class Judge:
         return self.take(*self.exchange(op, fields))
 
     def exchange(self, op, fields):
+        self.asked += 1
         nonce = int.from_bytes(os.urandom(8), "big")
         seconds = max(self.phase_ends - time.perf_counter(), 0.001)
         try:
@@ -235,7 +243,10 @@ class Judge:
         self.send("load", "none", "", ms)
         for index, test in enumerate(self.req["tests"]):
             namespace["__builtins__"] = builtins
+            self.asked = 0
             stop = self.run_one(index, test, namespace)
+            if stop is None and self.trace_lines and self.asked:
+                stop = self.report_lines(index)
             self.send("flags", *sorted(self.flags))
             if stop:
                 self.send(*stop)
@@ -309,6 +320,24 @@ class Judge:
             self.send("fail", index, "wrong_answer", f"got {value!r:.300}, not a plain value", ms)
             return None
         self.send("value", index, text[: self.max_repr], len(text) > self.max_repr, ms)
+        return None
+
+    def report_lines(self, index):
+        """Pass on the lines the candidate says test `index` ran; return the report that ends
+        the run if the candidate is gone or broke the protocol."""
+        try:
+            self.start_phase()
+            claimed = self.ask("lines")
+            self.alarm.disarm()
+        except (CandidateLost, Tampered) as exc:
+            self.alarm.disarm()
+            return self.stopped(index, exc)
+        except BaseException:  # an answer that is not a list of lines: no claim for this test
+            self.alarm.disarm()
+            return None
+        if type(claimed) is list:
+            lines = {n for n in claimed if type(n) is int and 0 < n <= self.code_lines}
+            self.send("lines", index, tuple(sorted(lines)))
         return None
 
     @staticmethod

@@ -22,7 +22,7 @@ SANDBOX_OVERHEAD_PROCESSES = 3
 
 # The modules that run inside the sandbox, in import order; each imports only the
 # standard library and the ones before it.
-SANDBOX_MODULES = ("wire", "phases", "candidate_server", "judge", "zygote")
+SANDBOX_MODULES = ("wire", "phases", "line_trace", "candidate_server", "judge", "zygote")
 
 # Executed by `python -c`: reads the sandbox modules from stdin (so no harness file exists
 # inside the sandbox for a candidate to read), registers each under its package name, so

@@ -40,6 +40,8 @@ class EvalRequest:
     setup_code: runs after the candidate, before the tests (MBPP test_setup_code).
     imports: import lines run before the tests, e.g. "import math".
     timeout_s: overrides SandboxConfig.timeout_s for this request.
+    trace_lines: record which lines of the candidate's functions each test ran
+        (TestResult.executed_lines); measured in the candidate's process, so a claim only.
     """
 
     code: str
@@ -48,6 +50,7 @@ class EvalRequest:
     setup_code: str = ""
     imports: list[str] = field(default_factory=list)
     timeout_s: float | None = None
+    trace_lines: bool = False
 
 
 @dataclass
@@ -61,6 +64,9 @@ class TestResult:
     error_kind: ErrorKind
     message: str
     runtime_ms: float
+    # Lines of the candidate's functions its own process says this test ran (EvalRequest.
+    # trace_lines): untrusted, and empty where not asked for or not reported.
+    executed_lines: frozenset[int] = frozenset()
 
 
 @dataclass

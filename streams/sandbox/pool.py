@@ -281,6 +281,7 @@ class SandboxPool:
             # one hanging test still leaves time to report the others, while a slow but
             # correct test is not cut to a sliver of the budget.
             "phase_timeout_s": timeout_s / 2,
+            "trace_lines": request.trace_lines,
             "limits": limits,
         }
 

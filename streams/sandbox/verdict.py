@@ -3,7 +3,9 @@
 The lines relayed from the sandbox are the judge's (judge.py), a process the candidate
 never ran in; they are parsed with ast.literal_eval and checked for shape all the same,
 and a line that breaks the format, a test reported twice, or test times that add up to
-more than the whole run took mark the result tampered. A value is read back with the
+more than the whole run took mark the result tampered. The lines a test ran (asked for
+with EvalRequest.trace_lines) are the candidate's claim relayed by the judge, kept as given
+for the signals to bound. A value is read back with the
 codec (wire.py), which builds exact builtin types only, and compared here with the
 expected literal, which never left this process.
 """
@@ -68,6 +70,7 @@ class _Frames:
         self.done = False
         self.lost: tuple[int, bool] | None = None  # (test index or -1 at load, hung)
         self.tampered = ""
+        self.lines: dict[int, frozenset[int]] = {}
         for line in text.splitlines():
             ok, frame = parse_value(line)
             if not (
@@ -96,6 +99,17 @@ class _Frames:
             return True
         if tag == "tampered" and len(rest) == 2 and isinstance(rest[1], str):
             self.tampered = rest[1] or "tampering"
+            return True
+        if (
+            tag == "lines"
+            and len(rest) == 2
+            and type(rest[0]) is int
+            and 0 <= rest[0] < total
+            and rest[0] not in self.lines
+            and isinstance(rest[1], tuple)
+            and all(type(n) is int for n in rest[1])
+        ):
+            self.lines[rest[0]] = frozenset(rest[1])
             return True
         if (
             tag in ("value", "pass", "fail")
@@ -237,6 +251,7 @@ def build_result(
     for index, test in enumerate(tests):
         if index in frames.results:
             outcome = judge(test, index, frames.results[index])
+            outcome.executed_lines = frames.lines.get(index, frozenset())
             if outcome.message == "result of the wrong shape":
                 flags.add("results_tampered")
             outcomes.append(outcome)

@@ -8,6 +8,7 @@ from streams.signals.adversarial import random_inputs, rename_entry_point
 from streams.signals.bug_patterns import BUG_PATTERNS, NO_CHANGE, classify_fix
 from streams.signals.config import SignalConfig
 from streams.signals.errors import SignalInputError
+from streams.signals.exec_path import executable_lines, line_coverage, uses_tracer
 from streams.signals.hacks import (
     HACK_FLAGS,
     HackReport,
@@ -35,8 +36,11 @@ __all__ = [
     "cyclomatic_complexity",
     "detect_hacks",
     "detect_hardcoded",
+    "executable_lines",
+    "line_coverage",
     "parse_visible_tests",
     "random_inputs",
     "rename_entry_point",
     "tree_edit_distance",
+    "uses_tracer",
 ]

@@ -187,3 +187,22 @@ def test_zygote_error_is_a_sandbox_result():
     assert result.error_kind is ErrorKind.SANDBOX
     assert result.flags == ["weak_isolation"]
     assert all(o.error_kind is ErrorKind.SANDBOX for o in result.outcomes)
+
+
+def test_lines_a_test_ran_are_attached_to_its_outcome_and_malformed_ones_flagged():
+    result = build(
+        [
+            LOAD_OK,
+            ("value", 0, "2", False, 0.1),
+            ("lines", 0, (2, 3)),
+            ("lines", 0, (2, 3, 4)),  # a second claim for the same test
+            ("value", 1, "[3]", False, 0.1),
+            ("lines", 1, ("2",)),  # not line numbers
+            ("lines", 7, (1,)),  # no such test
+            ("pass", 2, 0.1),
+            ("done",),
+        ]
+    )
+    assert result.tests_passed == 3
+    assert [sorted(o.executed_lines) for o in result.outcomes] == [[2, 3], [], []]
+    assert "results_tampered" in result.flags
