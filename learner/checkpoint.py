@@ -1,9 +1,10 @@
 """Atomic learner checkpoints and published policy weights.
 
 A checkpoint is a directory ``step-<n>`` holding the trainable weights, the optimiser and
-scheduler state, every RNG state, the consumed Kafka offsets, the step/version
-counters and the adaptive KL controller's state. It is written under a temporary name, fsynced, then renamed into place with
-``os.replace``, so a reader sees either the whole checkpoint or none of it.
+scheduler state, every RNG state, the consumed Kafka offsets, the step/version counters and
+the adaptive KL controller's state. It is written under a temporary name, fsynced, then
+renamed into place with ``os.replace``, so a reader sees either the whole checkpoint or none
+of it.
 """
 
 from __future__ import annotations
