@@ -1,6 +1,6 @@
 """Overhead of one learner step over a plain forward/backward of the same model and batch.
 
-Prints four ratios:
+Prints five ratios:
   step / plain      time of ``Learner.step`` with whole rows (batching, loss, stats, AdamW,
                     schedule) over a bare ``-(A * log pi)`` forward + backward + AdamW step of
                     the same rows; goal <= 1.1;
@@ -10,8 +10,13 @@ Prints four ratios:
   bf16 / float32    the step (shared prompts) under bf16 autocast over the same step in float32,
                     with each precision's attention kernel (``learner/precision.py``); fast only
                     where the CPU multiplies in bf16 (avx512_bf16, AMX).
+  KL measured / not the step (shared prompts, float32, beta 0) that measures kl_ref, with one
+                    reference pass without gradient (adapters off, or the frozen copy with
+                    --full), over the same step that skips it (``kl_measure_every`` 1 vs 0);
+                    also as a ratio of process CPU time, steadier on a shared host.
 
-The first three ratios run in float32, whatever the CPU, so they compare across machines.
+The other ratios are of steps that do not measure the KL. All but bf16 / float32 run in
+float32, whatever the CPU, so they compare across machines.
 
 Usage: python benchmarks/learner_step.py [--hidden 128 --layers 4 --vocab 4096 ...]
        python benchmarks/learner_step.py --model .cache/models/smollm2-135m-instruct \
@@ -123,8 +128,8 @@ def main() -> None:
         use_lora=not args.full, groups_per_step=args.groups, micro_batch_tokens=args.micro_batch_tokens,
         learning_rate=1e-5, precision="float32",
     )  # fmt: skip
-    learner = Learner(cfg, model_dir)
-    bf16_learner = Learner(cfg.model_copy(update={"precision": "bfloat16"}), model_dir)
+    learner = Learner(cfg, model_dir)  # kl_measure_every is set per step (timed_step)
+    bf16_learner = Learner(cfg.model_copy(update={"precision": "bfloat16", "kl_measure_every": 0}), model_dir)
     records = make_records(
         args.groups,
         args.group_size,
@@ -138,16 +143,26 @@ def main() -> None:
     ).micro_batches
     micro = [mb.to(learner.device) for mb in micro]
 
-    def timed_step(share: bool) -> tuple[float, float]:
+    cpu_seconds: dict[bool, list[float]] = {False: [], True: []}  # shared-prompt steps by measure_kl
+
+    def timed_step(share: bool, measure_kl: bool = False) -> tuple[float, float]:
         learner.cfg.share_prompt_forward = share
+        learner.cfg.kl_measure_every = 1 if measure_kl else 0
+        cpu0 = time.process_time()
         metrics = learner.step(records)
+        if share:
+            cpu_seconds[measure_kl].append(time.process_time() - cpu0)
+        assert metrics.kl_measured == measure_kl
         return metrics.step_seconds, metrics.batch_seconds / metrics.step_seconds
 
     timed_step(False)  # warm-up every path once
     timed_step(True)
+    timed_step(True, measure_kl=True)
     plain_step(learner, micro, cfg.temperature)
     bf16_learner.step(records)
-    step_times, shared_times, plain_times, batch_shares, bf16_times = [], [], [], [], []
+    for warm_up in cpu_seconds.values():  # left out of the figures
+        warm_up.clear()
+    step_times, shared_times, plain_times, batch_shares, bf16_times, kl_times = [], [], [], [], [], []
     for _ in range(
         args.repeats
     ):  # interleaved, so load changes on the host hit every path alike
@@ -155,6 +170,7 @@ def main() -> None:
         step_times.append(seconds)
         batch_shares.append(share)
         shared_times.append(timed_step(True)[0])
+        kl_times.append(timed_step(True, measure_kl=True)[0])
         t0 = time.perf_counter()
         plain_step(learner, micro, cfg.temperature)
         plain_times.append(time.perf_counter() - t0)
@@ -188,6 +204,15 @@ def main() -> None:
         f"{statistics.median(bf16_times) / statistics.median(shared_times):.3f} (median)   "
         f"step {statistics.median(bf16_times):.2f} s vs {statistics.median(shared_times):.2f} s; "
         f"native bf16 flags: {native}"
+    )
+    # Process CPU time as well: with one torch thread it is the work the step did, which
+    # other jobs on a shared host do not stretch as they stretch wall time.
+    cpu_kl, cpu_plain = statistics.median(cpu_seconds[True]), statistics.median(cpu_seconds[False])
+    print(
+        f"KL measured / not (shared):     {min(kl_times) / min(shared_times):.3f} (min)  "
+        f"{statistics.median(kl_times) / statistics.median(shared_times):.3f} (median)   "
+        f"{cpu_kl / cpu_plain:.3f} (median CPU time)   "
+        f"step {statistics.median(kl_times):.2f} s vs {statistics.median(shared_times):.2f} s"
     )
 
 

@@ -1,9 +1,10 @@
 """Atomic learner checkpoints and published policy weights.
 
 A checkpoint is a directory ``step-<n>`` holding the trainable weights, the optimiser and
-scheduler state, every RNG state, the consumed Kafka offsets and the step/version
-counters. It is written under a temporary name, fsynced, then renamed into place with
-``os.replace``, so a reader sees either the whole checkpoint or none of it.
+scheduler state, every RNG state, the consumed Kafka offsets, the step/version counters and
+the adaptive KL controller's state. It is written under a temporary name, fsynced, then
+renamed into place with ``os.replace``, so a reader sees either the whole checkpoint or none
+of it.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class Checkpoint:
     extra: dict[str, Any] = field(
         default_factory=dict
     )  # caller's JSON state, e.g. pending records
+    # learner.kl_control.KLCoefficient.state_dict(); empty when beta does not adapt
+    kl_controller: dict[str, float] = field(default_factory=dict)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -107,6 +110,7 @@ def save_checkpoint(
     offsets: Offsets | None = None,
     published_step: int = 0,
     extra: dict[str, Any] | None = None,
+    kl_controller: dict[str, float] | None = None,
 ) -> Path:
     """Write checkpoint ``root/step-<step>`` atomically and return its path.
 
@@ -128,6 +132,7 @@ def save_checkpoint(
         "step": step,
         "policy_version": policy_version,
         "published_step": published_step,
+        "kl_controller": kl_controller or {},
         # JSON keys are strings; partitions are turned back into ints on load.
         "offsets": {
             t: {str(p): o for p, o in parts.items()}
@@ -165,6 +170,7 @@ def load_latest(root: str | Path) -> Checkpoint | None:
         policy_version=int(state["policy_version"]),
         published_step=int(state.get("published_step", 0)),
         offsets=offsets,
+        kl_controller={k: float(v) for k, v in state.get("kl_controller", {}).items()},
         extra=json.loads(extra_file.read_text()) if extra_file.is_file() else {},
     )
 

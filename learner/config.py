@@ -86,13 +86,57 @@ class LearnerConfig(BaseModel):
         gt=0,
         description="Sampling temperature; logits are divided by it to match the sampler.",
     )
+    entropy_coef: float = Field(
+        0.0, ge=0, description="Entropy bonus coefficient; 0 disables the bonus."
+    )
+
+    # --- KL to the reference ----------------------------------------------------------
+    # The reference is the base model: the policy with its LoRA adapters off, or, for full
+    # fine-tuning, a frozen copy taken at start (one more model's weights in memory).
     beta: float = Field(
         0.0,
         ge=0,
-        description="KL-to-reference coefficient (k3 estimator); 0 skips the reference pass.",
+        validation_alias=AliasChoices("beta", "init_kl_coef"),
+        description="KL-to-reference coefficient (k3 estimator) of the loss; with beta_schedule its start, with "
+        "adap_kl_ctrl its initial value (TRL GRPO: beta; TRL PPO: init_kl_coef). 0: no KL term.",
     )
-    entropy_coef: float = Field(
-        0.0, ge=0, description="Entropy bonus coefficient; 0 disables the bonus."
+    kl_measure_every: int = Field(
+        1,
+        ge=0,
+        description="Measure loss/kl_ref (mean per-token k3 KL to the reference) every this many learner steps "
+        "while beta is 0, at the cost of one reference forward pass without gradient: a step with LoRA took "
+        "about 1.4x as long on a CPU (benchmarks/learner_step.py, 'KL measured / not'), so every 10 steps costs "
+        "about 4%. 0: never. A step that does not measure it reports no kl_ref (and kl_measured 0). Any step "
+        "whose beta is above 0 measures it, for the loss.",
+    )
+    beta_schedule: Literal["constant", "linear"] = Field(
+        "constant",
+        description="constant: beta throughout; linear: from beta to beta_end over beta_schedule_steps optimiser "
+        "steps, then beta_end (a small KL weight early, more conservative later).",
+    )
+    beta_end: float = Field(
+        0.0, ge=0, description="Beta at the end of the linear schedule."
+    )
+    beta_schedule_steps: int = Field(
+        1000, ge=0, description="Optimiser steps the linear schedule takes from beta to beta_end."
+    )
+    adap_kl_ctrl: bool = Field(
+        False,
+        description="Adapt beta to hold the measured KL near target (PPO's adaptive KL controller, Ziegler et al. "
+        "2019): beta <- beta * (1 + clip(kl_ref / target - 1, -0.2, 0.2) * samples / horizon) after each step. "
+        "Needs beta > 0 and beta_schedule constant.",
+    )
+    target: float = Field(
+        0.05,
+        gt=0,
+        description="The KL the adaptive controller aims at, as loss/kl_ref: the mean per-token k3 KL to the "
+        "reference (TRL PPO's default 6 is a whole-sequence KL and does not carry over).",
+    )
+    horizon: float = Field(
+        10_000,
+        gt=0,
+        description="Adaptive controller's horizon in samples (completions), as TRL's PPO: at a lasting error of 20% "
+        "or more beta moves by a factor of about e^0.2 every horizon samples.",
     )
 
     # --- off-policy correction --------------------------------------------------------
@@ -205,7 +249,17 @@ class LearnerConfig(BaseModel):
             raise ValueError(
                 f"is_min ({self.is_min}) must not exceed is_max ({self.is_max})"
             )
+        if self.adap_kl_ctrl and self.beta == 0:
+            raise ValueError("adap_kl_ctrl multiplies beta: it needs beta > 0")
+        if self.adap_kl_ctrl and self.beta_schedule != "constant":
+            raise ValueError("adap_kl_ctrl sets beta itself: beta_schedule must be constant")
         return self
+
+    @property
+    def needs_reference(self) -> bool:
+        """True when some step computes log-probs under the reference policy."""
+        scheduled = self.beta_schedule == "linear" and self.beta_end > 0
+        return self.kl_measure_every > 0 or self.beta > 0 or scheduled
 
     @property
     def epsilon_low(self) -> float:

@@ -43,7 +43,7 @@ class LossStats:
     clip_low_frac: float  # ratio below 1 - epsilon with A < 0 (the low clip is active)
     clip_high_frac: float  # ratio above 1 + epsilon_high with A > 0
     dual_clip_frac: float  # A < 0 and ratio above dual_clip_c
-    kl_ref: float  # mean k3 KL(pi_theta || pi_ref)
+    kl_ref: float | None  # mean k3 KL(pi_theta || pi_ref); None: not measured (no reference pass)
     mismatch_kl: float  # mean k3 KL(mu || pi_old), the behaviour/learner mismatch
     mismatch_logppl_gap: (
         float  # log-perplexity of mu minus that of pi_old on the sampled tokens
@@ -53,7 +53,8 @@ class LossStats:
     num_tokens: int
 
     def as_dict(self) -> dict[str, float]:
-        return {k: float(v) for k, v in asdict(self).items()}
+        """Every measured value as a float; one not measured (None) is left out, never read as 0."""
+        return {k: float(v) for k, v in asdict(self).items() if v is not None}
 
     @staticmethod
     def merge(parts: list["LossStats"]) -> "LossStats":
@@ -77,6 +78,8 @@ class LossStats:
                 values[name] = max(p.is_weight_max for p in parts)
             elif name == "num_tokens":
                 values[name] = tokens
+            elif name == "kl_ref" and any(p.kl_ref is None for p in parts):
+                values[name] = None  # a KL of some micro-batches only is no measure of the step
             else:
                 values[name] = mean(name)
         return LossStats(**values)
@@ -198,6 +201,7 @@ def grpo_loss(
     entropies: torch.Tensor | None = None,
     truncated: torch.Tensor | None = None,
     denominator: float | None = None,
+    beta: float | None = None,
 ) -> tuple[torch.Tensor, LossStats]:
     """Clipped, importance-corrected GRPO loss (to minimise) and its diagnostics.
 
@@ -206,7 +210,8 @@ def grpo_loss(
         logp_old: log pi_old ``[B, T]`` (required for ``anchor='decoupled'``; else optional,
             used for the mismatch diagnostics, falling back to ``logp_new`` detached).
         logp_behaviour: log mu recorded by the sampler ``[B, T]``.
-        logp_ref: log pi_ref ``[B, T]``; required when ``cfg.beta > 0``.
+        logp_ref: log pi_ref ``[B, T]``; required when beta > 0. Given at beta 0, the KL is
+            measured (``stats.kl_ref``) but adds nothing to the loss; left out, ``kl_ref`` is None.
         advantages: one advantage per completion ``[B]``.
         completion_mask: 1 on real completion tokens ``[B, T]``.
         entropies: per-token entropy of pi_theta ``[B, T]``; required when
@@ -214,6 +219,8 @@ def grpo_loss(
         truncated: ``[B]`` bool, completions cut at the length limit.
         denominator: the step-wide normaliser (sum of ``loss_denominator`` over the
             micro-batches of a gradient-accumulation step); default: this batch's own.
+        beta: the KL coefficient of this step (a schedule or controller sets it); default
+            ``cfg.beta``.
     """
     _check_inputs(
         {"logp_new": logp_new, "logp_old": logp_old, "logp_behaviour": logp_behaviour,
@@ -222,7 +229,8 @@ def grpo_loss(
     )  # fmt: skip
     if cfg.anchor == "decoupled" and logp_old is None:
         raise LossInputError("anchor='decoupled' needs logp_old")
-    if cfg.beta > 0 and logp_ref is None:
+    beta = cfg.beta if beta is None else beta
+    if beta > 0 and logp_ref is None:
         raise LossInputError("beta > 0 needs logp_ref")
     if cfg.entropy_coef > 0 and entropies is None:
         raise LossInputError("entropy_coef > 0 needs entropies")
@@ -256,11 +264,10 @@ def grpo_loss(
 
     pg_loss = aggregate(per_token, mask, cfg, denominator)
     loss = pg_loss
-    kl_ref = torch.zeros_like(per_token)
+    kl_ref = None if logp_ref is None else k3_kl(logp_new, logp_ref.detach())
     kl_loss = torch.zeros((), dtype=loss.dtype, device=loss.device)
-    if cfg.beta > 0:
-        kl_ref = k3_kl(logp_new, logp_ref.detach())
-        kl_loss = cfg.beta * aggregate(kl_ref, mask, cfg, denominator)
+    if beta > 0:
+        kl_loss = beta * aggregate(kl_ref, mask, cfg, denominator)
         loss = loss + kl_loss
     entropy_loss = torch.zeros_like(kl_loss)
     if cfg.entropy_coef > 0:
@@ -288,7 +295,7 @@ def grpo_loss(
                 _masked_mean(((r > cfg.dual_clip_c) & (adv < 0)).to(mask.dtype), mask)
                 if cfg.dual_clip_c is not None else 0.0
             ),  # fmt: skip
-            kl_ref=_masked_mean(kl_ref, mask),
+            kl_ref=None if kl_ref is None else _masked_mean(kl_ref.detach(), mask),
             mismatch_kl=_masked_mean(mismatch, mask),
             mismatch_logppl_gap=_masked_mean(logp_prox - logp_behaviour, mask),
             mismatch_abs_logp=_masked_mean((logp_prox - logp_behaviour).abs(), mask),

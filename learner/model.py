@@ -60,8 +60,9 @@ def load_policy(
 def frozen_reference(
     model: torch.nn.Module, cfg: LearnerConfig
 ) -> torch.nn.Module | None:
-    """A reference copy for full fine-tuning with beta > 0; LoRA needs none (adapters off)."""
-    if cfg.beta == 0 or cfg.use_lora:
+    """A frozen copy of the initial weights for full fine-tuning, when some step uses the
+    reference (a KL term, or kl_ref measured at beta 0); LoRA needs none (adapters off)."""
+    if cfg.use_lora or not cfg.needs_reference:
         return None
     ref = copy.deepcopy(model).eval()
     ref.requires_grad_(False)
@@ -216,7 +217,7 @@ def reference_logprobs(
                 return token_logprobs(model, *args, **options)
         if reference is None:
             raise ValueError(
-                "full fine-tuning with beta > 0 needs a frozen reference model"
+                "full fine-tuning needs a frozen reference model to score the reference"
             )
         return token_logprobs(reference, *args, **options)
 

@@ -213,6 +213,8 @@ class LearnerService:
                     "is_min": str(self.run_cfg.learner.is_min),
                     "is_max": str(self.run_cfg.learner.is_max),
                     "loss_type": self.run_cfg.learner.loss_type,
+                    "beta_schedule": "adaptive" if self.run_cfg.learner.adap_kl_ctrl
+                    else self.run_cfg.learner.beta_schedule,
                 },
             },
         )

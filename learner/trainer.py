@@ -3,10 +3,11 @@ optimiser steps on it. Read top to bottom:
 
 1. batch: drop stale samples, pack whole groups into micro-batches under a token budget;
 2. old policy: log pi_old of every sample before any update (decoupled anchor only);
-3. reference: log pi_ref with the adapters off (only when beta > 0);
+3. reference: log pi_ref with the adapters off (or from the frozen copy), on the steps that
+   measure the KL to it or weigh it in the loss (``learner.kl_control``);
 4. per iteration: forward, loss, backward over the micro-batches (gradient accumulation
    with one step-wide normaliser), clip, AdamW, schedule;
-5. metrics.
+5. the adaptive KL controller sees the measured KL; metrics.
 
 Kafka, checkpoints on disk and the policy topic are driven from outside through
 ``step``, ``save_checkpoint``, ``resume`` and ``publish``.
@@ -27,6 +28,7 @@ from transformers import get_cosine_schedule_with_warmup
 from learner import checkpoint
 from learner.batching import MicroBatch, Record, plan_step
 from learner.config import LearnerConfig
+from learner.kl_control import KLCoefficient
 from learner.loss import LossStats, grpo_loss, loss_denominator, loss_mask
 from learner.model import (
     base_model_name,
@@ -56,6 +58,8 @@ class StepMetrics:
     tokens_per_s: float
     batch_seconds: float  # batch assembly
     step_seconds: float  # whole step, batch assembly included
+    kl_coef: float  # beta of this step's KL term (schedule or adaptive controller)
+    kl_measured: bool  # loss.kl_ref was computed against the reference on this step
 
     def as_values(self) -> dict[str, float]:
         """Flat ``name -> float`` map for the ``values`` field of a Metric event."""
@@ -92,6 +96,7 @@ class Learner:
         self.model = load_policy(self.model_dir, cfg, self.device)
         self.compute_dtype = autocast_dtype(cfg.precision, self.device)
         self.reference = frozen_reference(self.model, cfg)
+        self.kl_coef = KLCoefficient(cfg)
         self.optimizer = torch.optim.AdamW(
             trainable_parameters(self.model),
             lr=cfg.learning_rate,
@@ -139,8 +144,9 @@ class Learner:
         )
         micro = [mb.to(self.device) for mb in plan.micro_batches]
         batch_seconds = time.perf_counter() - t0
+        beta = self.kl_coef.beta(self.step_count)
         if not micro:  # everything was stale: no update
-            return self._metrics(plan, None, 0.0, batch_seconds, t0)
+            return self._metrics(plan, None, 0.0, batch_seconds, t0, beta)
 
         # the step-wide normaliser counts the tokens grpo_loss will count, micro-batch by micro-batch
         denominator = sum(
@@ -154,9 +160,9 @@ class Learner:
             with torch.no_grad():
                 old = [self._logprobs(mb, with_entropy=False) for mb in micro]
 
-        # 3. reference
+        # 3. reference: measured on schedule even at beta 0, so kl_ref is never a 0 nobody computed
         ref: list[torch.Tensor | None] = [None] * len(micro)
-        if cfg.beta > 0:
+        if self.kl_coef.measures(self.step_count // cfg.num_iterations, beta):
             ref = [self._reference(mb) for mb in micro]
 
         # 4. iterations
@@ -170,7 +176,7 @@ class Learner:
                     logp_old = logp_new.detach()
                 loss, stats = grpo_loss(
                     logp_new, logp_old, mb.behaviour_logprobs, ref[i], mb.advantages, mb.completion_mask, cfg,
-                    entropies=entropy, truncated=mb.truncated, denominator=denominator,
+                    entropies=entropy, truncated=mb.truncated, denominator=denominator, beta=beta,
                 )  # fmt: skip
                 loss.backward()
                 parts.append(stats)
@@ -181,10 +187,11 @@ class Learner:
             self.scheduler.step()
             self.step_count += 1
 
-        # 5. metrics
-        return self._metrics(
-            plan, LossStats.merge(parts), float(grad_norm), batch_seconds, t0
-        )
+        # 5. controller, metrics
+        stats = LossStats.merge(parts)
+        if stats.kl_ref is not None:
+            self.kl_coef.observe(stats.kl_ref, plan.num_samples)
+        return self._metrics(plan, stats, float(grad_norm), batch_seconds, t0, beta)
 
     def _metrics(
         self,
@@ -193,6 +200,7 @@ class Learner:
         grad_norm: float,
         batch_seconds: float,
         t0: float,
+        beta: float,
     ):
         elapsed = time.perf_counter() - t0
         trained = plan.num_completion_tokens if stats is not None else 0
@@ -212,6 +220,8 @@ class Learner:
             ),
             batch_seconds=batch_seconds,
             step_seconds=elapsed,
+            kl_coef=beta,
+            kl_measured=stats is not None and stats.kl_ref is not None,
         )
 
     # ------------------------------------------------------------------ persistence
@@ -249,7 +259,7 @@ class Learner:
         return checkpoint.save_checkpoint(
             directory or self.cfg.checkpoint_dir, self.model, self.optimizer, self.scheduler,
             step=self.step_count, policy_version=self.policy_version, offsets=self.offsets,
-            published_step=self.published_step, extra=extra,
+            published_step=self.published_step, extra=extra, kl_controller=self.kl_coef.state_dict(),
         )  # fmt: skip
 
     def resume(
@@ -264,4 +274,5 @@ class Learner:
         self.policy_version = ckpt.policy_version
         self.published_step = ckpt.published_step
         self.offsets = ckpt.offsets
+        self.kl_coef.load_state_dict(ckpt.kl_controller)
         return ckpt

@@ -61,7 +61,7 @@ CHARTS: dict[str, ChartSpec] = {
     ),
     "learner_health": ChartSpec(
         "panels", "Learner health by step", "step",
-        ("kl_ref", "is_truncated_share", "is_masked_share", "clip_low_frac", "clip_high_frac", "lag_mean",
+        ("kl_ref", "kl_coef", "is_truncated_share", "is_masked_share", "clip_low_frac", "clip_high_frac", "lag_mean",
          "dropped_stale", "grad_norm"),
         "learner step",
     ),

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 LEARNER_COLUMNS = ["step", "policy_version", "num_samples", "num_tokens", "dropped_stale", "lag_mean", "grad_norm",
-                   "loss/loss", "loss/pg_loss", "loss/kl_ref", "loss/clip_low_frac", "loss/clip_high_frac",
+                   "loss/loss", "loss/pg_loss", "loss/kl_ref", "kl_coef", "loss/clip_low_frac", "loss/clip_high_frac",
                    "loss/is_weight_mean", "loss/is_truncated_share", "loss/mismatch_abs_logp", "loss/mismatch_kl",
                    "loss/entropy", "tokens_per_s"]
 
@@ -113,7 +113,8 @@ def _plot_learner(path: Path, rows: list[dict]) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     steps = [r["step"] for r in rows]
     for ax, keys, title in ((axes[0], ["loss/loss", "loss/pg_loss"], "loss"),
-                            (axes[1], ["loss/kl_ref", "loss/clip_high_frac", "loss/clip_low_frac"], "KL and clipping"),
+                            (axes[1], ["loss/kl_ref", "kl_coef", "loss/clip_high_frac", "loss/clip_low_frac"],
+                             "KL (gaps: not measured) and clipping"),
                             (axes[2], ["loss/is_weight_mean", "lag_mean"], "off-policy: weights and lag")):
         for key in keys:
             ys = [r.get(key) if r.get(key) != "" else None for r in rows]

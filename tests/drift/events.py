@@ -131,8 +131,11 @@ def learner_values(step: int) -> dict[str, float]:
         "loss/clip_low_frac": 0.1, "loss/clip_high_frac": 0.2, "lag_mean": 1.5, "dropped_stale": float(step),
         "grad_norm": 1.0 + step, "loss": 0.3,
     }
+    values.update({"kl_measured": 1.0, "kl_coef": 0.02 * step})
     if step == 2:
         del values["dropped_stale"]  # a step that did not report it: NULL, not 0
+    if step == 3:  # a step that skipped the reference pass, yet carries a 0: NULL, not 0
+        values.update({"loss/kl_ref": 0.0, "kl_measured": 0.0})
     return values
 
 
@@ -147,7 +150,7 @@ def metrics() -> list[dict]:
     for step in range(LEARNER_STEPS):
         rows.append(metric(f"learn-base-{step}", "learner", step, T0 + step * WINDOW_MS + 55_000,
                            learner_values(step), "base"))
-    rows.append(metric("learn-tuned-1", "learner", 1, T0 + WINDOW_MS + 56_000, {"grad_norm": 10.0}, "tuned"))
+    rows.append(metric("learn-tuned-1", "learner", 1, T0 + WINDOW_MS + 56_000, {"grad_norm": 10.0, "loss/kl_ref": 0.0}, "tuned"))
     return rows
 
 

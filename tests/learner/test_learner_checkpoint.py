@@ -67,6 +67,31 @@ def test_resume_is_bit_exact(tiny_model_dir, tmp_path, use_lora):
     assert second.step_count == straight.step_count == total * cfg.num_iterations
 
 
+def test_adaptive_kl_coefficient_survives_a_restart(tiny_model_dir, tmp_path):
+    cfg = LearnerConfig(
+        learning_rate=3e-2, beta=0.05, adap_kl_ctrl=True, target=0.01, horizon=10,
+        checkpoint_dir=tmp_path / "ckpt",
+    )  # fmt: skip
+    straight = Learner(cfg, tiny_model_dir, device="cpu")
+    expected = [straight.step(step_records(s)) for s in range(4)]
+
+    first = Learner(cfg, tiny_model_dir, device="cpu")
+    got = [first.step(step_records(s)) for s in range(2)]
+    adapted = first.kl_coef.beta(first.step_count)
+    assert adapted != cfg.beta  # the controller has moved it: the test below can tell
+    path = first.save_checkpoint()
+    assert load_latest(path.parent).kl_controller == {"value": adapted, "target": 0.01, "horizon": 10}
+    del first
+
+    second = Learner(cfg, tiny_model_dir, device="cpu")
+    assert second.kl_coef.beta(0) == cfg.beta
+    second.resume()
+    assert second.kl_coef.beta(second.step_count) == adapted
+    got += [second.step(step_records(s)) for s in range(2, 4)]
+    assert [m.kl_coef for m in got] == [m.kl_coef for m in expected]
+    assert [m.loss.loss for m in got] == [m.loss.loss for m in expected]  # exact float equality
+
+
 def test_checkpoint_layout_and_latest(tiny_model_dir, tmp_path):
     learner = Learner(
         LearnerConfig(checkpoint_dir=tmp_path), tiny_model_dir, device="cpu"

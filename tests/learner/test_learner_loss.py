@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from learner.config import LearnerConfig
-from learner.loss import LossInputError, grpo_loss, k3_kl, loss_denominator
+from learner.loss import LossInputError, LossStats, grpo_loss, k3_kl, loss_denominator
 
 LN = math.log
 
@@ -304,6 +304,32 @@ def test_kl_term_in_loss_and_stats():
     loss.backward()
     # d/d(new) [exp(ref-new) - (ref-new) - 1] = -exp(ref-new) + 1 = 0.5
     assert new.grad.item() == pytest.approx(0.1 * 0.5)
+
+
+def test_kl_measured_at_beta_zero_adds_nothing_to_the_loss():
+    new = t([[LN(0.5)]]).requires_grad_(True)
+    ref = t([[LN(0.25)]])
+    loss, stats = grpo_loss(new, new.detach(), new.detach(), ref, t([0.0]), torch.ones(1, 1), cfg(beta=0.0))
+    assert stats.kl_ref == pytest.approx(0.5 - LN(0.5) - 1)
+    assert stats.kl_loss == 0.0 and loss.item() == 0.0
+
+
+def test_kl_not_measured_is_absent_not_zero():
+    new = t([[LN(0.5)]])
+    _, stats = grpo_loss(new, new, new, None, t([0.0]), torch.ones(1, 1), cfg(beta=0.0))
+    assert stats.kl_ref is None and "kl_ref" not in stats.as_dict()
+    _, measured = grpo_loss(new, new, new, t([[LN(0.25)]]), t([0.0]), torch.ones(1, 1), cfg(beta=0.0))
+    assert LossStats.merge([stats, measured]).kl_ref is None  # part of a step is no measure of it
+    assert LossStats.merge([measured, measured]).kl_ref == pytest.approx(measured.kl_ref)
+
+
+def test_step_beta_overrides_the_configured_one():
+    new = t([[LN(0.5)]]).requires_grad_(True)
+    ref = t([[LN(0.25)]])
+    _, stats = grpo_loss(new, new.detach(), new.detach(), ref, t([0.0]), torch.ones(1, 1), cfg(beta=0.0), beta=0.3)
+    assert stats.kl_loss == pytest.approx(0.3 * (0.5 - LN(0.5) - 1))
+    with pytest.raises(LossInputError):
+        grpo_loss(new, new.detach(), new.detach(), None, t([0.0]), torch.ones(1, 1), cfg(beta=0.0), beta=0.3)
 
 
 def test_entropy_bonus():

@@ -100,23 +100,81 @@ def test_tiny_model_learns_the_favoured_completion(tiny_model_dir, use_lora, pre
     assert metrics.step == 10 and metrics.num_tokens == 6 and metrics.grad_norm > 0
 
 
-def test_beta_zero_makes_no_reference_pass(tiny_model_dir, monkeypatch):
+@pytest.mark.parametrize(
+    ("beta", "kl_measure_every", "passes"), [(0.0, 0, 0), (0.0, 2, 2), (0.0, 1, 4), (0.1, 0, 4)]
+)
+def test_reference_pass_runs_on_the_steps_that_measure_or_weigh_kl(
+    tiny_model_dir, monkeypatch, beta, kl_measure_every, passes
+):
+    cfg = LearnerConfig(beta=beta, kl_measure_every=kl_measure_every, learning_rate=1e-2)
+    learner = Learner(cfg, tiny_model_dir, device="cpu")
     calls = []
-    for beta in (0.0, 0.1):
-        learner = Learner(
-            LearnerConfig(beta=beta, learning_rate=1e-2), tiny_model_dir, device="cpu"
-        )
-        original = learner.model.disable_adapter
+    original = learner.model.disable_adapter
 
-        def counting_disable_adapter(original=original):
-            calls.append(beta)
-            return original()
+    def counting_disable_adapter():
+        calls.append(learner.step_count)
+        return original()
 
-        monkeypatch.setattr(learner.model, "disable_adapter", counting_disable_adapter)
-        learner.step(group_records(learner))
-        learner.step(group_records(learner))
-    assert 0.0 not in calls
-    assert calls.count(0.1) == 2  # one reference pass per micro-batch per step
+    monkeypatch.setattr(learner.model, "disable_adapter", counting_disable_adapter)
+    measured = [learner.step(group_records(learner)).kl_measured for _ in range(4)]
+    assert len(calls) == passes  # one reference pass per micro-batch of a measuring step
+    assert measured == [s in calls for s in range(4)]
+
+
+# Tolerance of kl_ref on the untrained policy: the adapter starts with B = 0 (or the copy is
+# exact), so policy and reference run the same arithmetic; float32 and bf16 alike give
+# a KL within rounding of 0. After three steps that moved the policy the KL is far above it.
+BASE_KL_TOLERANCE = {"float32": 1e-6, "bfloat16": 1e-4}
+
+
+@pytest.mark.parametrize(
+    "use_lora, precision", [(True, "float32"), (False, "float32"), (True, "bfloat16")]
+)
+def test_kl_is_measured_at_beta_zero_from_zero_to_positive(tiny_model_dir, use_lora, precision):
+    cfg = LearnerConfig(
+        beta=0.0, use_lora=use_lora, precision=precision, learning_rate=3e-2 if use_lora else 3e-3
+    )
+    learner = Learner(cfg, tiny_model_dir, device="cpu")
+    first = learner.step(group_records(learner))
+    assert first.kl_measured and first.kl_coef == 0.0
+    assert abs(first.loss.kl_ref) <= BASE_KL_TOLERANCE[precision]
+    assert first.loss.kl_loss == 0.0
+    for _ in range(3):
+        last = learner.step(group_records(learner))
+    assert last.kl_measured and last.loss.kl_ref > 100 * BASE_KL_TOLERANCE[precision]
+    assert last.as_values()["loss/kl_ref"] == last.loss.kl_ref
+
+
+def test_kl_not_measured_is_left_out_of_the_metrics(tiny_model_dir):
+    learner = Learner(LearnerConfig(kl_measure_every=0), tiny_model_dir, device="cpu")
+    metrics = learner.step(group_records(learner))
+    assert not metrics.kl_measured and metrics.loss.kl_ref is None
+    values = metrics.as_values()
+    assert "loss/kl_ref" not in values and values["kl_measured"] == 0.0
+    assert learner.reference is None
+    full = Learner(LearnerConfig(kl_measure_every=0, use_lora=False), tiny_model_dir, device="cpu")
+    assert full.reference is None  # no step needs it: no copy of the weights
+    assert Learner(LearnerConfig(use_lora=False), tiny_model_dir, device="cpu").reference is not None
+
+
+def test_step_beta_follows_the_schedule_and_the_controller(tiny_model_dir):
+    scheduled = Learner(
+        LearnerConfig(beta=0.0, beta_schedule="linear", beta_end=0.3, beta_schedule_steps=3, learning_rate=1e-2),
+        tiny_model_dir, device="cpu",
+    )  # fmt: skip
+    steps = [scheduled.step(group_records(scheduled)) for _ in range(5)]
+    assert [m.kl_coef for m in steps] == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.3])
+    assert [m.as_values()["kl_coef"] for m in steps] == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.3])
+    assert steps[2].loss.kl_loss == pytest.approx(0.2 * steps[2].loss.kl_ref, rel=1e-4)
+
+    # The untrained policy's KL (about 0) is far under target: each step lowers beta by
+    # 20% x samples / horizon = 20% x 2 / 10.
+    adaptive = Learner(
+        LearnerConfig(beta=0.1, adap_kl_ctrl=True, target=0.5, horizon=10, learning_rate=1e-2),
+        tiny_model_dir, device="cpu",
+    )  # fmt: skip
+    betas = [adaptive.step(group_records(adaptive)).kl_coef for _ in range(3)]
+    assert betas == pytest.approx([0.1, 0.1 * 0.96, 0.1 * 0.96**2])
 
 
 def test_kl_to_reference_grows_from_zero(tiny_model_dir):

@@ -109,6 +109,7 @@ def test_learns_toy_preference_and_publishes_versions(kafka_bootstrap, setup, tm
     assert [m["step"] for m in metrics] == list(range(1, 9))
     assert all("loss/kl_ref" in m["values"] and "loss/clip_high_frac" in m["values"] for m in metrics)
     assert metrics[-1]["values"]["loss/kl_ref"] > 0
+    assert all(m["values"]["kl_measured"] == 1.0 and m["values"]["kl_coef"] == pytest.approx(0.02) for m in metrics)
 
 
 def test_dynamic_sampling_trains_only_mixed_groups_and_tells_the_generator(kafka_bootstrap, setup, tmp_path):
