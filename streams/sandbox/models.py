@@ -40,6 +40,8 @@ class EvalRequest:
     setup_code: runs after the candidate, before the tests (MBPP test_setup_code).
     imports: import lines run before the tests, e.g. "import math".
     timeout_s: overrides SandboxConfig.timeout_s for this request.
+    seed: seeds `random` in the candidate's process before its code loads, so a run can be
+        repeated exactly; None leaves it as the interpreter seeds it (from the OS).
     """
 
     code: str
@@ -48,6 +50,7 @@ class EvalRequest:
     setup_code: str = ""
     imports: list[str] = field(default_factory=list)
     timeout_s: float | None = None
+    seed: int | None = None
 
 
 @dataclass

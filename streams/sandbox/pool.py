@@ -282,6 +282,7 @@ class SandboxPool:
             # correct test is not cut to a sliver of the budget.
             "phase_timeout_s": timeout_s / 2,
             "limits": limits,
+            "seed": request.seed,
         }
 
     def _ask(self, slot: "_Slot", wire: dict) -> dict:
