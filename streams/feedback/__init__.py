@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from streams.feedback.config import EvaluatorConfig
 
 _EVALUATE = ("EVALUATOR_VERSION", "aevaluate_rollout", "build_feedback", "evaluate_rollout")
-__all__ = ["EvaluatorConfig", *_EVALUATE]
+__all__ = ["EVALUATOR_VERSION", "EvaluatorConfig", "aevaluate_rollout", "build_feedback", "evaluate_rollout"]
 
 if TYPE_CHECKING:
     from streams.feedback.evaluate import EVALUATOR_VERSION, aevaluate_rollout, build_feedback, evaluate_rollout

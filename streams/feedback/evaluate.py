@@ -30,8 +30,8 @@ from schemas.records import build_record
 from streams.feedback.config import EvaluatorConfig
 from streams.feedback.failure_cause import host_failure, is_flaky
 from streams.sandbox import EvalRequest, EvalResult, ErrorKind, SandboxPool
-from streams.signals import (SignalConfig, check_style, classify_fix, detect_hacks, random_inputs,
-                             rename_entry_point, tree_edit_distance)
+from streams.signals import (check_style, classify_fix, detect_hacks, random_inputs, rename_entry_point,
+                             tree_edit_distance)
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,12 @@ _EXPORTS = {
     "TreeDistance": "tree_distance", "tree_edit_distance": "tree_distance",
     "VisibleCall": "visible_tests", "parse_visible_tests": "visible_tests",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "BUG_PATTERNS", "HACK_FLAGS", "HackReport", "NO_CHANGE", "STYLE_CLASSES", "SignalConfig",
+    "SignalInputError", "StyleReport", "TreeDistance", "VisibleCall", "check_style", "classify_fix",
+    "cyclomatic_complexity", "detect_hacks", "detect_hardcoded", "parse_visible_tests", "random_inputs",
+    "rename_entry_point", "tree_edit_distance",
+]
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from streams.signals.adversarial import random_inputs, rename_entry_point
