@@ -238,3 +238,15 @@ def test_parsing_stays_on_the_calling_thread(pool, monkeypatch):
     threads.clear()
     assert [r.tests_passed for r in pool.evaluate_many([NORMAL, NORMAL])] == [3, 3]
     assert set(threads) == {threading.get_ident()}
+
+
+def test_a_seed_sets_random_in_the_candidate_s_process_before_its_code_loads(pool):
+    import random
+
+    code = "import random\nfirst = random.random()\ndef draw():\n    return random.random()\n"
+    expected = random.Random(7)
+    tests = [f"assert first == {expected.random()!r}", f"assert draw() == {expected.random()!r}"]
+    seeded = pool.evaluate_many([EvalRequest(code=code, tests=tests, seed=7)] * 2)
+    assert [r.tests_passed for r in seeded] == [2, 2], seeded
+    assert pool.evaluate(EvalRequest(code=code, tests=tests, seed=8)).tests_passed == 0
+    assert pool.evaluate(EvalRequest(code=code, tests=tests)).tests_passed == 0  # no seed: fresh OS entropy
