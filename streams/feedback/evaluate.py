@@ -120,27 +120,31 @@ def _split(results: list[EvalResult], repeats: int, n_adv: int, renamed: bool, a
     return SandboxRuns(tests, adversarial, n_adv, rest.pop(0) if renamed else None, attempts)
 
 
+# The signals (libcst, black, flake8, hypothesis draws) take up to a second of CPU per
+# rollout. Run on the event loop they stall it, and with it the worker's commits, heartbeats
+# and timers; one thread keeps the loop turning and never runs two of them at once (the
+# signal libraries keep module-level state and are not documented as thread-safe).
+SIGNAL_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="signals")
+
+
 async def run_requests(pool: SandboxPool, requests: list[EvalRequest], retries: int) -> tuple[list[EvalResult], int]:
     """Every request's result, the runs the host failed tried again up to `retries` times
-    (the same request, seed included); and how many rounds it took (1 = no retry)."""
-    results = list(await asyncio.gather(*(pool.aevaluate(r) for r in requests)))
+    (the same request, seed included); and how many rounds it took (1 = no retry). The pool
+    parses on the signal thread, the one thread of this module that builds ASTs."""
+    def run(request: EvalRequest):
+        return pool.aevaluate(request, parse_in=SIGNAL_THREAD)
+
+    results = list(await asyncio.gather(*(run(r) for r in requests)))
     attempts = 1
     while attempts <= retries:
         failed = [i for i, result in enumerate(results) if host_failure(result)]
         if not failed:
             break
         log.warning("re-evaluating %d run(s) the sandbox failed: %s", len(failed), results[failed[0]].error_message)
-        for i, result in zip(failed, await asyncio.gather(*(pool.aevaluate(requests[i]) for i in failed))):
+        for i, result in zip(failed, await asyncio.gather(*(run(requests[i]) for i in failed))):
             results[i] = result
         attempts += 1
     return results, attempts
-
-
-# The signals (libcst, black, flake8, hypothesis draws) take up to a second of CPU per
-# rollout. Run on the event loop they stall it, and with it the worker's commits, heartbeats
-# and timers; one thread keeps the loop turning and never runs two of them at once (the
-# signal libraries keep module-level state and are not documented as thread-safe).
-SIGNAL_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="signals")
 
 
 async def aevaluate_rollout(task: dict, rollout: dict, pool: SandboxPool, cfg: EvaluatorConfig | None = None) -> dict:

@@ -64,7 +64,7 @@ def test_syntax_error_and_swallowing_except(pool):
 
 
 class BrokenPool:
-    async def aevaluate(self, request):
+    async def aevaluate(self, request, parse_in=None):
         raise RuntimeError("worker vanished")
 
 

@@ -240,6 +240,32 @@ def test_parsing_stays_on_the_calling_thread(pool, monkeypatch):
     assert set(threads) == {threading.get_ident()}
 
 
+def test_parsing_goes_to_the_executor_a_caller_names(pool, monkeypatch):
+    """A caller that parses on a thread of its own too has the pool parse there (parse_in)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import streams.sandbox.pool as pool_module
+
+    threads = []
+    for name in ("prepare_test", "build_result"):
+        real = getattr(pool_module, name)
+
+        def recording(*args, _real=real, **kwargs):
+            threads.append(threading.current_thread().name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(pool_module, name, recording)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="parser") as parser:
+        async def many():
+            return await asyncio.gather(*(pool.aevaluate(NORMAL, parse_in=parser) for _ in range(4)))
+
+        results = asyncio.run(many())
+    assert all(r.tests_passed == 3 for r in results)
+    assert len(threads) == 4 * (3 + 1) and {t.split("_")[0] for t in threads} == {"parser"}
+
+
 def test_a_seed_sets_random_in_the_candidate_s_process_before_its_code_loads(pool):
     import random
 
