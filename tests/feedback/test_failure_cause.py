@@ -157,3 +157,30 @@ def test_a_steady_candidate_is_not_flaky(pool):
     fb = evaluate_rollout(TASK, rollout(REFERENCE), pool, EvaluatorConfig(repeats=3, **ONE_RUN))
     assert fb["pass_fraction_runs"] == [1.0, 1.0, 1.0] and fb["flaky"] is False
     assert fb["evaluation_attempts"] == 1
+
+
+def test_flaky_is_a_spread_beyond_the_tolerance():
+    from streams.feedback.failure_cause import is_flaky
+
+    assert is_flaky([1.0, 0.5], 0.25) and not is_flaky([1.0, 0.75], 0.25) and not is_flaky([0.5], 0.0)
+
+
+def test_a_check_the_host_failed_counts_as_not_run_and_a_test_run_it_failed_marks_the_feedback():
+    from streams.feedback.evaluate import SandboxRuns, build_feedback
+    from streams.sandbox import ErrorKind, EvalResult
+    from streams.sandbox.verdict import sandbox_failure
+
+    passed = EvalResult(3, 3, [], ErrorKind.NONE, "", 1.0, "", [])
+    lost = sandbox_failure(3, "sandbox worker failed: zygote exited", 1.0, [])
+    cfg = EvaluatorConfig(repeats=2)
+
+    def feedback(tests, adversarial, renamed):
+        runs = SandboxRuns(tests, adversarial, 8, renamed, attempts=3)
+        return build_feedback(TASK, rollout(REFERENCE), REFERENCE, runs, cfg)
+
+    fb = feedback([passed, passed], lost, lost)
+    assert (fb["adversarial_checked"], fb["adversarial_mismatches"], fb["rename_passed"]) == (0, 0, None)
+    assert fb["environment_failure"] is False and fb["evaluation_attempts"] == 3
+    fb = feedback([passed, lost], passed, passed)
+    assert fb["environment_failure"] is True and fb["pass_fraction_runs"] == [1.0, 0.0]
+    assert fb["flaky"] is False and fb["fixed_pattern"] == ""
