@@ -57,12 +57,12 @@ def test_a_candidate_that_exits_at_load_is_scored_too(pool):
 
 
 class ZygoteKiller:
-    """Kills, from outside, the sandbox's zygote of a request in flight: a zygote whose
-    children (the candidate's process and the judge) have lived `after_s` (so a new zygote's
-    start-up self-check is left alone), at most `limit` times."""
+    """Kills, from outside, the sandbox zygote of a request in flight: a zygote the pool has
+    taken into a slot (so a new one's start-up self-check is left alone) whose children (the
+    candidate's process and the judge) have lived `after_s`, at most `limit` times."""
 
-    def __init__(self, limit: int, after_s: float = 0.3):
-        self.limit, self.after_s, self.killed = limit, after_s, []
+    def __init__(self, pool: SandboxPool, limit: int, after_s: float = 0.3):
+        self.pool, self.limit, self.after_s, self.killed = pool, limit, after_s, []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -76,10 +76,12 @@ class ZygoteKiller:
 
     def _run(self) -> None:
         while len(self.killed) < self.limit and not self._stop.wait(0.02):
+            in_slots = {slot.zygote.proc.pid for slot in self.pool._slots}  # bubblewrap, started by the pool
             for zygote in _zygotes():
                 try:
+                    ready = any(parent.pid in in_slots for parent in zygote.parents())
                     busy = [c for c in zygote.children() if time.time() - c.create_time() >= self.after_s]
-                    if busy and zygote.pid not in self.killed:
+                    if ready and busy and zygote.pid not in self.killed:
                         zygote.kill()
                         self.killed.append(zygote.pid)
                 except psutil.NoSuchProcess:
@@ -109,7 +111,7 @@ def one_worker_pool():
 
 def test_a_sandbox_killed_from_outside_is_re_evaluated_and_scored_on_the_retry(one_worker_pool):
     # the first kill is the pool's own retry; the second fails the request, and the evaluator tries again
-    with ZygoteKiller(limit=2) as killer:
+    with ZygoteKiller(one_worker_pool, limit=2) as killer:
         fb = evaluate_rollout(TASK, rollout(SLOW_FIX), one_worker_pool,
                               EvaluatorConfig(environment_retries=2, **ONE_RUN))
     assert len(killer.killed) == 2
@@ -120,7 +122,8 @@ def test_a_sandbox_killed_from_outside_is_re_evaluated_and_scored_on_the_retry(o
 
 def test_a_sandbox_killed_on_every_try_marks_an_environment_failure(one_worker_pool):
     retries = 1
-    with ZygoteKiller(limit=2 * (retries + 1)) as killer:  # the pool's try and its retry, on every evaluation
+    # the pool's try and its own retry, on every evaluation
+    with ZygoteKiller(one_worker_pool, limit=2 * (retries + 1)) as killer:
         fb = evaluate_rollout(TASK, rollout(SLOW_FIX), one_worker_pool,
                               EvaluatorConfig(environment_retries=retries, **ONE_RUN))
     assert len(killer.killed) == 2 * (retries + 1)
