@@ -1,20 +1,26 @@
 """Feedback throughput: candidates/s through (a) a fresh python per candidate,
-(b) the sandbox pool, (c) the pool's floor (a warm sandboxed fork running an empty test);
-then the cost of the execution-path signal (coverage_cost).
+(b) the sandbox pool, (c) the pool's floor (a warm sandboxed fork running an empty test),
+the cost of the execution-path signal (coverage_cost), and (e) the evaluator itself (sandbox
+runs, adversarial and rename checks, signals), as the feedback agent calls it, with `repeats`
+1 and 3: the cost of repeated evaluation.
 
-    python benchmarks/feedback.py --n 200
+    python benchmarks/feedback.py --n 200 --evaluator-n 36
 """
 
 import argparse
+import asyncio
 import json
+import re
 import subprocess
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
+from streams.feedback import EvaluatorConfig, aevaluate_rollout
 from streams.sandbox import EvalRequest, SandboxConfig, SandboxPool
 from streams.signals import executable_lines, line_coverage, uses_tracer
+from streams.settings import StreamSettings
 
 MBPP = Path("/work/shared/data/mbpp/mbpp.jsonl")
 TASK_IDS = [2, 3, 4, 6, 7, 8, 9, 11, 12, 14]
@@ -53,6 +59,65 @@ def make_candidates(n: int) -> list[EvalRequest]:
             )
         )
     return candidates
+
+
+def evaluator_inputs(n: int) -> list[tuple[dict, dict]]:
+    """n (task, rollout) pairs cycling over the tasks: the task's buggy code is its first
+    mutation, and every second rollout repairs it (the others hand back the bug)."""
+    pairs = []
+    for i, request in enumerate(make_candidates(2 * n)[1::2]):  # the mutated ones
+        row = load_tasks(MBPP)[i % len(TASK_IDS)]
+        reference = row["code"].replace("\r\n", "\n")
+        entry = re.search(r"^def (\w+)\(", reference, re.M).group(1)
+        task = {"task_id": f"mbpp-{row['task_id']}", "entry_point": entry, "reference_code": reference,
+                "buggy_code": request.code, "tests": list(request.tests), "test_setup_code": request.setup_code,
+                "test_imports": [], "bug_pattern": "operator_swap", "difficulty": 0.5}
+        rollout = {"rollout_id": f"r{i}", "group_id": f"g{i // 4}", "task_id": task["task_id"], "sample_index": i % 4,
+                   "group_size": 4, "policy_version": 0, "prompt_token_ids": [1], "completion_token_ids": [2],
+                   "behaviour_logprobs": [-0.5], "finish_reason": "stop", "created_at_ms": 0, "sampling_seed": i,
+                   "completion_text": reference if i % 2 else request.code}
+        pairs.append((task, rollout))
+    return pairs
+
+
+def run_evaluator(pairs: list[tuple[dict, dict]], pool: SandboxPool, cfg: EvaluatorConfig,
+                  concurrency: int) -> list[dict]:
+    """Every pair through the evaluator, `concurrency` at once (the feedback agent's eval_concurrency)."""
+    async def all_of_them() -> list[dict]:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(task: dict, rollout: dict) -> dict:
+            async with gate:
+                return await aevaluate_rollout(task, rollout, pool, cfg)
+
+        return await asyncio.gather(*(one(t, r) for t, r in pairs))
+
+    return asyncio.run(all_of_them())
+
+
+def bench_evaluator(n: int, workers: int, rounds: int) -> None:
+    """(e): repeats 1 and 3 take turns for `rounds` rounds; each keeps its best."""
+    pairs = evaluator_inputs(n)
+    concurrency = StreamSettings().eval_concurrency
+    configs = {repeats: EvaluatorConfig(repeats=repeats) for repeats in (1, 3)}
+    best: dict[int, float] = {}
+    feedback: dict[int, list[dict]] = {}
+    print(f"evaluator: {n} rollouts of {len(TASK_IDS)} MBPP tasks, {concurrency} at once, {workers} workers, "
+          f"best of {rounds} rounds")
+    with SandboxPool(SandboxConfig(workers=workers)) as pool:
+        run_evaluator(pairs[: 2 * workers], pool, configs[1], concurrency)  # warm-up: signal libraries, zygotes
+        for _ in range(rounds):
+            for repeats, cfg in configs.items():
+                start = time.perf_counter()
+                feedback[repeats] = run_evaluator(pairs, pool, cfg, concurrency)
+                best[repeats] = max(best.get(repeats, 0.0), n / (time.perf_counter() - start))
+    for repeats, rate in best.items():
+        print(f"{'(e) evaluator, repeats ' + str(repeats):<44s} {rate:8.1f} candidates/s")
+    print(f"repeats 3 / repeats 1 = {best[3] / best[1]:.2f}x candidates/s")
+    same = sum(a["pass_fraction_runs"] * 3 == b["pass_fraction_runs"] for a, b in zip(feedback[1], feedback[3]))
+    print(f"the three runs agree with the single run on {same}/{n} rollouts; "
+          f"{sum(f['environment_failure'] for f in feedback[3])} environment failures, "
+          f"{sum(f['flaky'] for f in feedback[3])} flaky")
 
 
 def naive_script(request: EvalRequest) -> str:
@@ -139,38 +204,47 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--n", type=int, default=200, help="number of candidates")
+    parser.add_argument("--n", type=int, default=200, help="number of candidates; 0 skips (a) to (c)")
+    parser.add_argument("--evaluator-n", type=int, default=36, help="rollouts through the evaluator (d); 0 skips it")
+    parser.add_argument("--evaluator-rounds", type=int, default=2, help="turns of repeats 1 and 3 in (d)")
     parser.add_argument(
         "--workers", type=int, default=2, help="sandbox workers (and cores used)"
     )
     args = parser.parse_args()
+    if args.n:
+        bench_pool(args.n, args.workers)
+    if args.evaluator_n:
+        bench_evaluator(args.evaluator_n, args.workers, args.evaluator_rounds)
 
-    candidates = make_candidates(args.n)
-    config = SandboxConfig(workers=args.workers)
-    empty = [EvalRequest(code="", tests=["assert True"])] * args.n
+
+def bench_pool(n: int, workers: int) -> None:
+    """(a) to (c)."""
+    candidates = make_candidates(n)
+    config = SandboxConfig(workers=workers)
+    empty = [EvalRequest(code="", tests=["assert True"])] * n
     print(
-        f"{args.n} candidates from {len(TASK_IDS)} MBPP tasks, {args.workers} workers"
+        f"{n} candidates from {len(TASK_IDS)} MBPP tasks, {workers} workers"
     )
 
     naive_rate, naive_passed = timed(
         "(a) fresh `python -c` per candidate",
-        args.n,
+        n,
         lambda: run_naive(candidates, config.timeout_s, []),
     )
     # The same without site-packages: the fastest a fresh interpreter can be.
     bare_rate, _ = timed(
         "(a') fresh `python -I -S -c` per candidate",
-        args.n,
+        n,
         lambda: run_naive(candidates, config.timeout_s, ["-I", "-S"]),
     )
     with SandboxPool(config) as pool:
-        pool.evaluate_many(candidates[: args.workers * 2])  # warm-up
+        pool.evaluate_many(candidates[: workers * 2])  # warm-up
         pool_rate, results = timed(
-            "(b) sandbox pool", args.n, lambda: pool.evaluate_many(candidates)
+            "(b) sandbox pool", n, lambda: pool.evaluate_many(candidates)
         )
         floor_rate, _ = timed(
             "(c) floor: sandboxed fork, empty test",
-            args.n,
+            n,
             lambda: pool.evaluate_many(empty),
         )
         coverage_cost(pool, candidates)
@@ -183,8 +257,8 @@ def main() -> None:
     )
     print(f"floor / pool = {floor_rate / pool_rate:.2f}x (goal <= 2x)")
     print(
-        f"tests passed agree with the naive run on {agree}/{args.n} candidates; "
-        f"pass fraction {sum(r.pass_fraction for r in results) / args.n:.3f}"
+        f"tests passed agree with the naive run on {agree}/{n} candidates; "
+        f"pass fraction {sum(r.pass_fraction for r in results) / n:.3f}"
     )
 
 

@@ -8,8 +8,10 @@ from typing import Awaitable, Callable, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from infra.platform.topics import Topics
+from streams.feedback.config import EvaluatorConfig
 
-Evaluate = Callable[[dict, dict, object], Awaitable[dict]]
+# (task, rollout, sandbox pool, evaluator config) -> the feedback record body
+Evaluate = Callable[[dict, dict, object, EvaluatorConfig], Awaitable[dict]]
 
 
 class StreamSettings(BaseModel):
@@ -57,6 +59,9 @@ class StreamSettings(BaseModel):
     evaluator: str = Field(
         "streams.feedback.evaluate:aevaluate_rollout", description="import path of the async rollout evaluator."
     )
+    evaluator_config: EvaluatorConfig = Field(
+        default_factory=EvaluatorConfig, description="what the evaluator is called with: repeats, re-evaluations "
+        "after environment failures, checks (the run config's `evaluator` section).")
     pool_factory: str = Field(
         "streams.agents.feedback:default_pool",
         description="import path of a callable (workers) -> started sandbox pool.",

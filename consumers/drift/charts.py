@@ -59,6 +59,10 @@ CHARTS: dict[str, ChartSpec] = {
         "bars", "Reshaping configs on the same rollouts", "config_id",
         ("advantage_mean", "advantage_std", "zero_group_share", "corr_advantage_raw"), "statistic", "value",
     ),
+    "evaluation_reliability": ChartSpec(
+        "lines", "Environment failures and flaky candidates by policy version", "policy_version",
+        ("environment_failure_rate", "flaky_rate"), "policy version", "share of feedback rows",
+    ),
     "learner_health": ChartSpec(
         "panels", "Learner health by step", "step",
         ("kl_ref", "kl_coef", "is_truncated_share", "is_masked_share", "clip_low_frac", "clip_high_frac", "lag_mean",

@@ -246,7 +246,7 @@ class Orchestrator:
 
         c, d = self.cfg, self.dir
         files = {"run": d / "run.yaml", "reshaping": d / "reshaping.yaml", "generator": d / "generator.yaml",
-                 "learner": d / "learner.yaml", "streams": d / "streams.json"}
+                 "learner": d / "learner.yaml", "evaluator": d / "evaluator.yaml", "streams": d / "streams.json"}
         files["run"].write_text(yaml.safe_dump(c.recorded(), sort_keys=False))
         files["reshaping"].write_text(yaml.safe_dump(json.loads(reshaping.canonical_json()), sort_keys=False))
         shared = {"temperature": c.temperature, "seed": c.seed, "max_policy_lag": c.max_policy_lag}
@@ -268,7 +268,9 @@ class Orchestrator:
                                learner_id=f"{c.name}-learner", threads=c.learner_threads, learner=learner,
                                topics=c.topics)
         files["learner"].write_text(yaml.safe_dump(learn.model_dump(mode="json"), sort_keys=False))
-        files["streams"].write_text(StreamSettings(sandbox_workers=c.sandbox_workers, topics=c.topics).model_dump_json(indent=2))
+        files["evaluator"].write_text(yaml.safe_dump(c.evaluator.model_dump(mode="json"), sort_keys=False))
+        files["streams"].write_text(StreamSettings(sandbox_workers=c.sandbox_workers, topics=c.topics,
+                                                   evaluator_config=c.evaluator).model_dump_json(indent=2))
         return files
 
     # --- the run ----------------------------------------------------------------------

@@ -34,7 +34,7 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
     from consumers.store import open_store
 
     report_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("run.yaml", "reshaping.yaml", "generator.yaml", "learner.yaml", "streams.json"):
+    for name in ("run.yaml", "reshaping.yaml", "generator.yaml", "learner.yaml", "evaluator.yaml", "streams.json"):
         if (run_dir / name).exists():
             shutil.copy(run_dir / name, report_dir / name)
     with open_store(store_url) as store:

@@ -15,6 +15,7 @@ from learner.config import LearnerConfig
 from producers.generator.config import GeneratorConfig
 from producers.generator.scheduler import CurriculumConfig
 from producers.generator.frontier import FrontierConfig
+from streams.feedback.config import EvaluatorConfig
 
 RUN_CONFIG_VERSION = 2
 
@@ -40,8 +41,9 @@ _MOVED_IN_V2 = {
 
 class RunConfig(BaseModel):
     """One YAML for the whole loop. Top level: what the run is, the knobs several components
-    share, the services and the CPU budget. `generator`, `learner`, `frontier` and `curriculum`
-    are the components' own configs, every field reachable; the shared knobs are set here only."""
+    share, the services and the CPU budget. `generator`, `learner`, `frontier`, `curriculum` and
+    `evaluator` are the components' own configs, every field reachable; the shared knobs are set
+    here only."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -68,6 +70,10 @@ class RunConfig(BaseModel):
     frontier: FrontierConfig = Field(default_factory=FrontierConfig,
                                      description="learnable-band task selection (producers/generator/frontier.py)")
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig, description="task difficulty schedule")
+    evaluator: EvaluatorConfig = Field(
+        default_factory=EvaluatorConfig, description="the feedback agent's evaluator (repeats, re-evaluations after "
+        "environment failures, adversarial inputs, rename check): feedback is computed before any reshaping, so "
+        "these are the run's, never a reshaping config's")
     # services
     broker: Literal["own", "shared"] = Field(
         "own", description="own: a broker of this run (data in the run folder, so runs never read each other's "

@@ -4,8 +4,10 @@ A rollout names its task by id; tasks arrive on their own topic keyed by task_id
 partitions differently from the group-keyed rollouts, so the task table is a Faust
 *global* table (every worker holds every task). Evaluation runs in the sandbox pool via
 ``aevaluate_rollout`` with ``eval_concurrency`` actors, so several candidates are tested
-at once and the event loop only awaits. If the evaluator itself fails, the rollout still
-gets a feedback event, with error kind ``sandbox``, so the group is never left waiting.
+at once and the event loop only awaits, with the run's evaluator config
+(``StreamSettings.evaluator_config``). If the evaluator itself fails, the rollout still gets a
+feedback event, with error kind ``sandbox`` and marked ``environment_failure``, so the group is
+never left waiting and the failure is never scored as the candidate's.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import asyncio
 import hashlib
 import importlib
 import time
-from typing import Any
+from typing import Any, Callable
 
 import faust
 
@@ -100,19 +102,26 @@ def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluat
                 await dead_letter(event, exc)
                 continue
             task = await task_for(rollout["task_id"])
-            try:
-                if task is None:
-                    raise LookupError(f"task {rollout['task_id']!r} not seen within {settings.task_wait_s}s")
-                feedback = await evaluator()(task, rollout, get_pool())
-                feedback.setdefault("event_id", feedback_event_id(rollout["rollout_id"], feedback["evaluator_version"]))
-                feedback.setdefault("created_at_ms", rollout["created_at_ms"])
-                value = CODEC.encode("Feedback", feedback)
-            except Exception as exc:  # any evaluator failure becomes a sandbox feedback, never a stuck group
-                # imported here: the evaluator's module loads the signal libraries, which a
-                # worker whose evaluations all succeed (or that never evaluates) need not load
-                from streams.feedback.evaluate import sandbox_failure_feedback
-
-                value = CODEC.encode("Feedback", sandbox_failure_feedback(
-                    task, rollout, f"{type(exc).__name__}: {exc}", EVALUATOR_FAILURE_VERSION,
-                    event_id=feedback_event_id(rollout["rollout_id"], EVALUATOR_FAILURE_VERSION)))
+            value = await feedback_value(task, rollout, evaluator(), get_pool, settings)
             await feedback_topic.send(key=rollout["group_id"].encode(), value=value)
+
+
+async def feedback_value(task: dict | None, rollout: dict, evaluate: Evaluate, pool: Callable[[], object],
+                         settings: StreamSettings) -> bytes:
+    """The encoded Feedback event of one rollout; never raises. ``task`` None: it never arrived.
+    ``pool``: gives the sandbox pool (started on first use)."""
+    try:
+        if task is None:
+            raise LookupError(f"task {rollout['task_id']!r} not seen within {settings.task_wait_s}s")
+        feedback = await evaluate(task, rollout, pool(), settings.evaluator_config)
+        feedback.setdefault("event_id", feedback_event_id(rollout["rollout_id"], feedback["evaluator_version"]))
+        feedback.setdefault("created_at_ms", rollout["created_at_ms"])
+        return CODEC.encode("Feedback", feedback)
+    except Exception as exc:  # any evaluator failure becomes a sandbox feedback, never a stuck group
+        # imported here: the evaluator's module loads the signal libraries, which a
+        # worker whose evaluations all succeed (or that never evaluates) need not load
+        from streams.feedback.evaluate import sandbox_failure_feedback
+
+        return CODEC.encode("Feedback", sandbox_failure_feedback(
+            task, rollout, f"{type(exc).__name__}: {exc}", EVALUATOR_FAILURE_VERSION,
+            event_id=feedback_event_id(rollout["rollout_id"], EVALUATOR_FAILURE_VERSION)))

@@ -1,4 +1,5 @@
-"""Window statistics of the reshaping: raw vs reshaped reward, zero-variance groups, hacks.
+"""Window statistics of the reshaping: raw vs reshaped reward, zero-variance groups, hacks,
+environment failures.
 
 ``WindowStats`` is a plain sum of per-group contributions, so windows merge by addition
 (the Faust windowed tables use ``merge`` as their operator) and a window's metrics are
@@ -31,6 +32,8 @@ class WindowStats:
     zero_variance_raw: int = 0
     zero_variance_reshaped: int = 0
     hacked: int = 0
+    # rollouts left out of their group because the host failed their evaluation (`excluded`)
+    environment_failures: int = 0
     # per bug pattern: rollouts and full successes (all tests passed); the generator's
     # curriculum reads the resulting success_rate/<pattern> values from `metrics`
     pattern_rollouts: dict[str, int] = field(default_factory=dict)
@@ -61,6 +64,7 @@ class WindowStats:
             zero_variance_raw=int(_spread(raw) <= ZERO_SPREAD),
             zero_variance_reshaped=int(_spread(adv) <= ZERO_SPREAD),
             hacked=sum(1 for a in advantages if a.get("hack_flags")),
+            environment_failures=sum(1 for a in advantages if a.get("excluded")),
             pattern_rollouts=rollouts,
             pattern_successes=successes,
         )
@@ -79,6 +83,7 @@ class WindowStats:
             zero_variance_raw=self.zero_variance_raw + other.zero_variance_raw,
             zero_variance_reshaped=self.zero_variance_reshaped + other.zero_variance_reshaped,
             hacked=self.hacked + other.hacked,
+            environment_failures=self.environment_failures + other.environment_failures,
             pattern_rollouts=_add_counts(self.pattern_rollouts, other.pattern_rollouts),
             pattern_successes=_add_counts(self.pattern_successes, other.pattern_successes),
         )
@@ -107,6 +112,7 @@ class WindowStats:
             "zero_variance_share_raw": self.zero_variance_raw / g,
             "zero_variance_share_reshaped": self.zero_variance_reshaped / g,
             "hack_flag_rate": self.hacked / n,
+            "environment_failures": float(self.environment_failures),
             **{f"success_rate/{p}": self.pattern_successes.get(p, 0) / k for p, k in self.pattern_rollouts.items()},
         }
 

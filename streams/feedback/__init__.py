@@ -1,6 +1,25 @@
-"""From a rollout to its feedback event: run the candidate in the sandbox, read every signal."""
+"""From a rollout to its feedback event: run the candidate in the sandbox, read every signal.
 
-from streams.feedback.evaluate import EVALUATOR_VERSION, EvaluatorConfig, aevaluate_rollout, build_feedback, \
-    evaluate_rollout
+`EvaluatorConfig` imports light; the evaluator's names load on first use (PEP 562), since
+they bring the sandbox and the signal libraries, which a config reader never needs."""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from streams.feedback.config import EvaluatorConfig
+
+_EVALUATE = ("EVALUATOR_VERSION", "aevaluate_rollout", "build_feedback", "evaluate_rollout")
 __all__ = ["EVALUATOR_VERSION", "EvaluatorConfig", "aevaluate_rollout", "build_feedback", "evaluate_rollout"]
+
+if TYPE_CHECKING:
+    from streams.feedback.evaluate import EVALUATOR_VERSION, aevaluate_rollout, build_feedback, evaluate_rollout
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EVALUATE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module("streams.feedback.evaluate"), name)
+    globals()[name] = value
+    return value

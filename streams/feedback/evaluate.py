@@ -1,14 +1,19 @@
 """The evaluator: a rollout plus its task in, one `feedback` record body out.
 
 Per rollout it runs, all in the sandbox:
-  1. the hidden tests, `repeats` times (flaky tests show up as spread between runs);
+  1. the hidden tests, `repeats` times, each in a fresh candidate process with `random` seeded
+     from (rollout seed, repeat index), so a flaky candidate shows up as spread between runs
+     and a replay of the same rollout draws the same numbers;
   2. the adversarial check: random boundary inputs comparing the candidate with the reference
      (both defined in the child; the reference under a private name, so only this check could
      ever read it, never the hidden tests' expected values);
   3. the rename check: the same tests after a harmless rename of the entry point.
 The first run of the hidden tests also records which lines of the candidate's functions each
-test ran (`exec_coverage`). Then the pure signals (tree edit distance, style, hack flags,
-fixed pattern, execution path) on the code and the outcomes.
+test ran (`exec_coverage`). A run the host failed (failure_cause.py) is run again, up to
+`environment_retries` times; one still failing marks the feedback `environment_failure`, for the
+reshaping to leave out of its group rather than score as the candidate's 0.
+Then the pure signals (tree edit distance, style, hack flags, fixed pattern, execution path) on
+the code and the outcomes.
 `build_feedback` is pure, so replays and tests can build records from stored results.
 """
 
@@ -22,13 +27,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from schemas.prompt import candidate_code, extract_code
 from schemas.records import build_record
+from streams.feedback.config import EvaluatorConfig
+from streams.feedback.failure_cause import host_failure, is_flaky
 from streams.sandbox import EvalRequest, EvalResult, ErrorKind, SandboxPool
-from streams.signals import (SignalConfig, check_style, classify_fix, detect_hacks, executable_lines, line_coverage,
-                             random_inputs, rename_entry_point, tree_edit_distance, uses_tracer)
+from streams.signals import (check_style, classify_fix, detect_hacks, executable_lines, line_coverage, random_inputs,
+                             rename_entry_point, tree_edit_distance, uses_tracer)
 
 log = logging.getLogger(__name__)
 
@@ -42,28 +47,6 @@ RUNTIME_HACK_FLAGS = {
 RENAMED_ENTRY = "renamed_entry_point_{}"
 
 
-class EvaluatorConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    repeats: int = Field(1, ge=1, le=16, description="times the hidden tests run; >1 averages flaky tests")
-    adversarial_inputs: int = Field(8, ge=0, description="random boundary inputs compared with the reference; 0 = off")
-    rename_check: bool = Field(True, description="re-run the tests after a harmless rename of the entry point")
-    exec_coverage: bool = Field(
-        True, description="trace, in the first run of the hidden tests, which lines of the candidate's functions each "
-                          "test runs, for `exec_line_coverage` (a claim of the candidate's own process: counted only "
-                          "on tests that pass, voided by tracer use); off: the field stays 0")
-    timeout_s: float | None = Field(None, description="per-candidate wall clock; default: the sandbox's")
-    carry_task_imports: bool = Field(
-        True, description="give the candidate the task's module-level imports it uses and lacks "
-                          "(schemas/prompt.py); off only to measure what that rule changes")
-    signals: SignalConfig = Field(default_factory=SignalConfig)
-
-    @property
-    def version(self) -> str:
-        """Evaluator version: the code revision plus a hash of these knobs."""
-        return f"eval-v2-{hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:8]}"
-
-
 EVALUATOR_VERSION = EvaluatorConfig().version
 
 
@@ -75,6 +58,13 @@ class SandboxRuns:
     adversarial: EvalResult | None
     adversarial_checked: int
     renamed: EvalResult | None
+    attempts: int = 1  # 1 + the rounds of re-evaluation after host failures
+
+
+def repeat_seed(rollout_seed: int, repeat: int) -> int:
+    """The seed of `random` in the candidate's process for one repeat of one rollout."""
+    digest = hashlib.sha256(f"repeat:{rollout_seed}:{repeat}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 def _requests(task: dict, candidate: str, cfg: EvaluatorConfig, seed: int) -> tuple[list[EvalRequest], int, bool]:
@@ -83,7 +73,8 @@ def _requests(task: dict, candidate: str, cfg: EvaluatorConfig, seed: int) -> tu
                   timeout_s=cfg.timeout_s)
     # Only the first run is traced: its outcomes are the ones the feedback reports per test.
     requests = [EvalRequest(code=candidate, tests=list(task["tests"]), entry_point=entry,
-                            trace_lines=cfg.exec_coverage and run == 0, **common) for run in range(cfg.repeats)]
+                            seed=repeat_seed(seed, repeat), trace_lines=cfg.exec_coverage and repeat == 0, **common)
+                for repeat in range(cfg.repeats)]
     n_adv = 0
     if cfg.adversarial_inputs and task.get("reference_code"):
         try:
@@ -126,10 +117,10 @@ def _reshaper_same(candidate_call, reference_call):
 '''
 
 
-def _split(results: list[EvalResult], repeats: int, n_adv: int, renamed: bool) -> SandboxRuns:
+def _split(results: list[EvalResult], repeats: int, n_adv: int, renamed: bool, attempts: int) -> SandboxRuns:
     tests, rest = results[:repeats], results[repeats:]
     adversarial = rest.pop(0) if n_adv else None
-    return SandboxRuns(tests, adversarial, n_adv, rest.pop(0) if renamed else None)
+    return SandboxRuns(tests, adversarial, n_adv, rest.pop(0) if renamed else None, attempts)
 
 
 # The signals (libcst, black, flake8, hypothesis draws) take up to a second of CPU per
@@ -137,6 +128,26 @@ def _split(results: list[EvalResult], repeats: int, n_adv: int, renamed: bool) -
 # and timers; one thread keeps the loop turning and never runs two of them at once (the
 # signal libraries keep module-level state and are not documented as thread-safe).
 SIGNAL_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="signals")
+
+
+async def run_requests(pool: SandboxPool, requests: list[EvalRequest], retries: int) -> tuple[list[EvalResult], int]:
+    """Every request's result, the runs the host failed tried again up to `retries` times
+    (the same request, seed included); and how many rounds it took (1 = no retry). The pool
+    parses on the signal thread, the one thread of this module that builds ASTs."""
+    def run(request: EvalRequest):
+        return pool.aevaluate(request, parse_in=SIGNAL_THREAD)
+
+    results = list(await asyncio.gather(*(run(r) for r in requests)))
+    attempts = 1
+    while attempts <= retries:
+        failed = [i for i, result in enumerate(results) if host_failure(result)]
+        if not failed:
+            break
+        log.warning("re-evaluating %d run(s) the sandbox failed: %s", len(failed), results[failed[0]].error_message)
+        for i, result in zip(failed, await asyncio.gather(*(run(requests[i]) for i in failed))):
+            results[i] = result
+        attempts += 1
+    return results, attempts
 
 
 async def aevaluate_rollout(task: dict, rollout: dict, pool: SandboxPool, cfg: EvaluatorConfig | None = None) -> dict:
@@ -149,8 +160,8 @@ async def aevaluate_rollout(task: dict, rollout: dict, pool: SandboxPool, cfg: E
     requests, n_adv, renamed = await loop.run_in_executor(
         SIGNAL_THREAD, _requests, task, candidate, cfg, rollout.get("sampling_seed", 0))
     try:
-        results = await asyncio.gather(*(pool.aevaluate(r) for r in requests))
-        runs, error = _split(list(results), cfg.repeats, n_adv, renamed), ""
+        results, attempts = await run_requests(pool, requests, cfg.environment_retries)
+        runs, error = _split(results, cfg.repeats, n_adv, renamed, attempts), ""
     except Exception as exc:  # the evaluator itself broke: say so in the stream, do not stall it
         log.exception("evaluation of %s failed", rollout.get("rollout_id"))
         runs, error = None, f"{type(exc).__name__}: {exc}"
@@ -186,22 +197,30 @@ def build_feedback(task: dict, rollout: dict, candidate: str, runs: SandboxRuns 
         if sandbox_flag in first.flags and hack_flag not in code_signals["hack_flags"]:
             code_signals["hack_flags"].append(hack_flag)
     passed_all = all(r.tests_passed == r.tests_total and r.tests_total for r in runs.tests)
-    adv_checked = runs.adversarial_checked if runs.adversarial else 0
-    adv_mismatch = (runs.adversarial.tests_total - runs.adversarial.tests_passed) if adv_checked else 0
+    # a hidden-test run the host failed every time: the outcome is not the candidate's
+    environment_failure = any(host_failure(r) for r in runs.tests)
+    fractions = [r.pass_fraction for r in runs.tests]
+    # an auxiliary check the host failed every time counts as not run, never as the candidate's
+    adversarial = runs.adversarial if runs.adversarial is not None and not host_failure(runs.adversarial) else None
+    renamed = runs.renamed if runs.renamed is not None and not host_failure(runs.renamed) else None
+    adv_checked = runs.adversarial_checked if adversarial else 0
+    adv_mismatch = (adversarial.tests_total - adversarial.tests_passed) if adv_checked else 0
     measured = cfg.exec_coverage and not code_signals["exec_tracer_use"]
     coverage = line_coverage(executable_lines(candidate), first.outcomes) if measured else 0.0
     return build_record(
         "Feedback", leave_out=("event_id",), **_from_rollout(rollout), **code_signals,
         bug_pattern=task["bug_pattern"], difficulty=float(task["difficulty"]), evaluator_version=cfg.version,
         repeats=len(runs.tests), tests_total=len(task["tests"]), tests_passed=first.tests_passed,
-        pass_fraction_runs=[r.pass_fraction for r in runs.tests],
+        pass_fraction_runs=fractions,
         test_outcomes=[{"index": o.index, "passed": o.passed, "error_kind": o.error_kind.value,
                         "message": o.message[:500], "runtime_ms": float(o.runtime_ms)} for o in first.outcomes],
         error_kind=first.error_kind.value, error_message=first.error_message[:2000],
         runtime_ms=float(sum(r.runtime_ms for r in runs.tests) / len(runs.tests)),
         fixed_pattern=classify_fix(buggy, candidate, cfg.signals) if passed_all else "",
         adversarial_mismatches=int(adv_mismatch), adversarial_checked=int(adv_checked),
-        rename_passed=runs.renamed.tests_passed == first.tests_passed if runs.renamed is not None else None,
+        rename_passed=renamed.tests_passed == first.tests_passed if renamed is not None else None,
+        environment_failure=environment_failure, evaluation_attempts=runs.attempts,
+        flaky=not environment_failure and is_flaky(fractions, cfg.signals.flaky_tolerance),
         exec_line_coverage=float(coverage),
     )
 
@@ -209,9 +228,10 @@ def build_feedback(task: dict, rollout: dict, candidate: str, runs: SandboxRuns 
 def sandbox_failure_feedback(task: dict | None, rollout: dict, error_message: str, evaluator_version: str,
                              **known: Any) -> dict:
     """The feedback of a rollout whose evaluation broke (the evaluator, not the candidate):
-    nothing passed, error kind ``sandbox``. ``known``: fields known all the same (the code
-    signals, an event id). Without them the code counts as never looked at: distance 1 and
-    style ``autofix``, the neutral class, so the candidate is neither rewarded nor charged."""
+    nothing passed, error kind ``sandbox``, marked ``environment_failure`` so the reshaping
+    leaves it out of its group. ``known``: fields known all the same (the code signals, an
+    event id). Without them the code counts as never looked at: distance 1 and style
+    ``autofix``, the neutral class, so the candidate is neither rewarded nor charged."""
     task = task or {}  # a task that never arrived
     return build_record(
         "Feedback", leave_out=("event_id",), **{
@@ -220,7 +240,8 @@ def sandbox_failure_feedback(task: dict | None, rollout: dict, error_message: st
             "repeats": 0, "tests_total": len(task.get("tests", [])), "tests_passed": 0, "pass_fraction_runs": [0.0],
             "test_outcomes": [], "error_kind": ErrorKind.SANDBOX.value, "error_message": error_message[:2000],
             "runtime_ms": 0.0, "tree_edit_distance": 1.0, "style_class": "autofix",
-            "completion_text": rollout.get("completion_text", ""), **known,
+            "completion_text": rollout.get("completion_text", ""), "environment_failure": True,
+            "evaluation_attempts": 1, **known,
         })
 
 

@@ -25,6 +25,7 @@ judge's nonce and the seconds it may take; each reply echoes the nonce:
 
 import builtins
 import os
+import random
 import re
 import sys
 
@@ -151,6 +152,10 @@ class CandidateServer:
 
     def load(self):
         namespace = {"__name__": "__main__", "__builtins__": builtins}
+        if self.req.get("seed") is not None:
+            # before any candidate code: a candidate that draws from `random` draws the same
+            # numbers on every run with this seed (the zygote's fork gave it fresh OS entropy)
+            random.seed(self.req["seed"])
         self.alarm.arm(self.req["phase_timeout_s"])
         try:
             try:

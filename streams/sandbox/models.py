@@ -42,6 +42,8 @@ class EvalRequest:
     timeout_s: overrides SandboxConfig.timeout_s for this request.
     trace_lines: record which lines of the candidate's functions each test ran
         (TestResult.executed_lines); measured in the candidate's process, so a claim only.
+    seed: seeds `random` in the candidate's process before its code loads, so a run can be
+        repeated exactly; None leaves it as the interpreter seeds it (from the OS).
     """
 
     code: str
@@ -51,6 +53,7 @@ class EvalRequest:
     imports: list[str] = field(default_factory=list)
     timeout_s: float | None = None
     trace_lines: bool = False
+    seed: int | None = None
 
 
 @dataclass

@@ -12,7 +12,7 @@ import struct
 import subprocess
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,10 +221,17 @@ class SandboxPool:
         replies = list(self._executor.map(self._run, jobs))
         return [self._verdict(job, reply) for job, reply in zip(jobs, replies)]
 
-    async def aevaluate(self, request: EvalRequest) -> EvalResult:
-        job = self._prepare(request)
-        reply = await asyncio.get_running_loop().run_in_executor(self._executor, self._run, job)
-        return self._verdict(job, reply)
+    async def aevaluate(self, request: EvalRequest, parse_in: Executor | None = None) -> EvalResult:
+        """``parse_in``: where the tests and the reply are parsed, by default the calling
+        thread; a caller that builds ASTs on a thread of its own as well (the evaluator's
+        signals) gives that thread, so two threads never parse at once."""
+        loop = asyncio.get_running_loop()
+        if parse_in is None:
+            job = self._prepare(request)
+            return self._verdict(job, await loop.run_in_executor(self._executor, self._run, job))
+        job = await loop.run_in_executor(parse_in, self._prepare, request)
+        reply = await loop.run_in_executor(self._executor, self._run, job)
+        return await loop.run_in_executor(parse_in, self._verdict, job, reply)
 
     def _prepare(self, request: EvalRequest) -> "_Job":
         if self._executor is None:
@@ -283,6 +290,7 @@ class SandboxPool:
             "phase_timeout_s": timeout_s / 2,
             "trace_lines": request.trace_lines,
             "limits": limits,
+            "seed": request.seed,
         }
 
     def _ask(self, slot: "_Slot", wire: dict) -> dict:

@@ -7,7 +7,8 @@ schemas/*.avsc fails here. The history:
     60 s windows window v holds exactly version v;
   * per version two groups of 4 rollouts, 4 tests each: pattern off_by_one and pattern
     wrong_operator, with tests passed per rollout as in PASSED;
-  * hack flags as in HACKS; advantages under config "base" (reward = pass fraction)
+  * hack flags as in HACKS; environment failures, re-evaluations and flaky repeats as in
+    ENVIRONMENT_FAILURES, RE_EVALUATED and FLAKY; advantages under config "base" (reward = pass fraction)
     and "tuned" (reward = pass fraction + 0.1 * sample_index), group-normalised; "tuned"
     lacks one rollout, so a comparison matches 31 of 32;
   * eval metrics for "base" (success_at_1 per version, the version in a label) and
@@ -44,6 +45,10 @@ HACKS = {
     (3, "wrong_operator", 0): ["swallowed_exception"],
     (3, "wrong_operator", 1): ["swallowed_exception"],
 }
+# rollouts whose evaluation the host failed every time, re-evaluated once, or whose repeats disagreed
+ENVIRONMENT_FAILURES = {(1, "wrong_operator", 0), (1, "wrong_operator", 1), (3, "off_by_one", 2)}
+RE_EVALUATED = ENVIRONMENT_FAILURES | {(2, "off_by_one", 3)}
+FLAKY = {(0, "off_by_one", 2), (3, "wrong_operator", 3)}
 MISSING_IN_TUNED = "r-3-wrong_operator-3"
 EVAL_SUCCESS = {0: 0.1, 1: 0.2, 2: 0.3, 3: 0.4}  # config base, held-out success_at_1
 LEARNER_STEPS = 4
@@ -67,7 +72,7 @@ def rollouts() -> list[dict[str, Any]]:
                     "version": version, "pattern": pattern, "k": k, "passed": passed,
                     "rollout_id": rollout_id(version, pattern, k), "group_id": f"g-{version}-{pattern}",
                     "time_ms": T0 + version * WINDOW_MS + 1000 * (4 * p + k),
-                    "hack_flags": HACKS.get((version, pattern, k), []),
+                    "hack_flags": HACKS.get((version, pattern, k), []), "key": (version, pattern, k),
                 })
     return facts
 
@@ -77,7 +82,10 @@ def feedback(fact: dict[str, Any]) -> dict:
         **factories.run_fields([i < fact["passed"] for i in range(TESTS)]), event_id=f"fb-{fact['rollout_id']}",
         created_at_ms=fact["time_ms"], rollout_id=fact["rollout_id"], group_id=fact["group_id"],
         task_id=f"t-{fact['pattern']}", bug_pattern=fact["pattern"], sample_index=fact["k"],
-        policy_version=fact["version"], hack_flags=fact["hack_flags"]))
+        policy_version=fact["version"], hack_flags=fact["hack_flags"],
+        environment_failure=fact["key"] in ENVIRONMENT_FAILURES,
+        evaluation_attempts=2 if fact["key"] in RE_EVALUATED else 1,
+        flaky=fact["key"] in FLAKY))
 
 
 def reward(config_id: str, fact: dict[str, Any]) -> float:

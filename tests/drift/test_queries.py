@@ -160,3 +160,16 @@ def test_learner_health(history, tmp_path):
     assert (step1["metric_rows"], step1["grad_norm"]) == (2, 6.0)
     # the tuned row's kl_ref of 0 does not say it was measured (a row of an older learner): ignored
     assert step1["kl_ref"] == pytest.approx(0.02)
+
+
+def test_evaluation_reliability(history, tmp_path):
+    report = run(history, "evaluation_reliability", tmp_path)
+    assert column(report, "policy_version") == [0, 1, 2, 3]
+    assert column(report, "rollouts") == [8, 8, 8, 8]  # the replayed batch counts once
+    assert column(report, "environment_failures") == [0, 2, 0, 1]
+    assert column(report, "re_evaluated") == [0, 2, 1, 1]
+    assert column(report, "flaky_rollouts") == [1, 0, 0, 1]
+    assert column(report, "environment_failure_rate") == [0, 2 / 8, 0, 1 / 8]
+    assert column(report, "flaky_rate") == [1 / 8, 0, 0, 1 / 8]
+    later = run(history, "evaluation_reliability", tmp_path, since=START + timedelta(seconds=120))
+    assert column(later, "environment_failures") == [0, 1]

@@ -24,6 +24,7 @@ ARGS = {
     "reward_by_window": {"config": "base"},
     "pattern_success": {},
     "hack_rates": {},
+    "evaluation_reliability": {},
     "proxy_vs_heldout": {"config": "base"},
     "config_compare": {"config": "base", "config_b": "tuned"},
     "learner_health": {"config": "base"},

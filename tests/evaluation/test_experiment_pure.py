@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.compose.experiment import (ExperimentConfig, arm_run_config, results_markdown, results_table,
+from infra.compose.experiment import (ExperimentConfig, arm_run_config, arm_spec, results_markdown, results_table,
                                       run_reshaping_file)
 from producers.evaluation.run_folder import final_policy
 from streams.reshaping.config import load_config, load_preset
@@ -92,6 +92,14 @@ def test_every_preset_gives_a_valid_run_for_each_arm_and_seed(preset):
         for seed in cfg.seeds:
             run = arm_run_config(cfg, arm, seed)
             assert run.steps >= 1 and run.seed == seed
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.stem)
+def test_every_preset_s_full_arm_repeats_its_evaluation_and_raw_does_not(preset):
+    cfg = ExperimentConfig.from_yaml(preset)
+    repeats = {arm_spec(spec).reshaping: arm_run_config(cfg, arm, cfg.seeds[0]).evaluator.repeats
+               for arm, spec in cfg.arms.items()}
+    assert repeats["full"] > 1 and repeats["raw"] == 1
 
 
 def test_the_1k_preset_is_the_grid_it_promises():

@@ -64,7 +64,7 @@ def test_syntax_error_and_swallowing_except(pool):
 
 
 class BrokenPool:
-    async def aevaluate(self, request):
+    async def aevaluate(self, request, parse_in=None):
         raise RuntimeError("worker vanished")
 
 
@@ -72,6 +72,7 @@ def test_evaluator_failure_becomes_a_sandbox_error_record():
     fb = evaluate_rollout(TASK, rollout(REFERENCE), BrokenPool())
     assert fb["error_kind"] == "sandbox" and "worker vanished" in fb["error_message"]
     assert fb["tests_passed"] == 0
+    assert fb["environment_failure"] is True and fb["evaluation_attempts"] == 1  # left out, not scored
 
 
 def test_run_time_tricks_raise_the_hack_flag_they_prove(pool):

@@ -238,3 +238,41 @@ def test_parsing_stays_on_the_calling_thread(pool, monkeypatch):
     threads.clear()
     assert [r.tests_passed for r in pool.evaluate_many([NORMAL, NORMAL])] == [3, 3]
     assert set(threads) == {threading.get_ident()}
+
+
+def test_parsing_goes_to_the_executor_a_caller_names(pool, monkeypatch):
+    """A caller that parses on a thread of its own too has the pool parse there (parse_in)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import streams.sandbox.pool as pool_module
+
+    threads = []
+    for name in ("prepare_test", "build_result"):
+        real = getattr(pool_module, name)
+
+        def recording(*args, _real=real, **kwargs):
+            threads.append(threading.current_thread().name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(pool_module, name, recording)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="parser") as parser:
+        async def many():
+            return await asyncio.gather(*(pool.aevaluate(NORMAL, parse_in=parser) for _ in range(4)))
+
+        results = asyncio.run(many())
+    assert all(r.tests_passed == 3 for r in results)
+    assert len(threads) == 4 * (3 + 1) and {t.split("_")[0] for t in threads} == {"parser"}
+
+
+def test_a_seed_sets_random_in_the_candidate_s_process_before_its_code_loads(pool):
+    import random
+
+    code = "import random\nfirst = random.random()\ndef draw():\n    return random.random()\n"
+    expected = random.Random(7)
+    tests = [f"assert first == {expected.random()!r}", f"assert draw() == {expected.random()!r}"]
+    seeded = pool.evaluate_many([EvalRequest(code=code, tests=tests, seed=7)] * 2)
+    assert [r.tests_passed for r in seeded] == [2, 2], seeded
+    assert pool.evaluate(EvalRequest(code=code, tests=tests, seed=8)).tests_passed == 0
+    assert pool.evaluate(EvalRequest(code=code, tests=tests)).tests_passed == 0  # no seed: fresh OS entropy

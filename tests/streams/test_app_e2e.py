@@ -69,9 +69,11 @@ def test_rollouts_become_the_pure_cores_advantages(kafka_bootstrap, kafka_admin,
             fb = by_rid[f"{gid}-{i}"]
             outcome = (fb["pass_fraction_runs"], fb["error_kind"])
             assert outcome == ([CANDIDATES[code]], ERROR_KINDS[code]), fb["error_message"]
+            assert (fb["environment_failure"], fb["evaluation_attempts"]) == (False, 1)
         # no task, no evaluation: the rollout still gets its feedback, so the group completes
         missing = by_rid[f"{gid}-{len(members) - 1}"]
         assert missing["error_kind"] == "sandbox" and missing["pass_fraction_runs"] == [0.0]
+        assert missing["environment_failure"] is True  # the host's failure, not the candidate's
     assert [d["source_topic"] for d in dead] == [settings.topics.rollouts]
 
     # the pure core on the same feedback: per partition, groups in the order they completed

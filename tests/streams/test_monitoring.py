@@ -41,3 +41,11 @@ def test_success_rate_per_pattern_for_the_curriculum():
     assert values["success_rate/operator_swap"] == 2 / 3
     assert values["success_rate/wrong_return"] == 0.0
     assert WindowStats.from_dict((a + b).to_dict()) == a + b
+
+
+def test_environment_failures_are_counted_per_window():
+    left_out = {**adv(0.0, 0.0, 0.0), "excluded": True}
+    w = WindowStats.of_group([adv(1.0, 1.0, 0.5), left_out]) + WindowStats.of_group([left_out, adv(0.0, 0.0, 0.0)])
+    assert w.values()["environment_failures"] == 2.0
+    assert WindowStats.from_dict(w.to_dict()) == w
+    assert WindowStats.from_dict({"rollouts": 1}).environment_failures == 0  # a window stored before the count
