@@ -4,7 +4,7 @@ Nothing here runs candidate code; the sandbox does, and these functions read its
 outcomes and the code itself.
 """
 
-from streams.signals.adversarial import random_inputs, rename_entry_point
+from streams.signals.adversarial import random_inputs
 from streams.signals.bug_patterns import BUG_PATTERNS, NO_CHANGE, classify_fix
 from streams.signals.config import SignalConfig
 from streams.signals.errors import SignalInputError
@@ -15,6 +15,7 @@ from streams.signals.hacks import (
     detect_hacks,
     detect_hardcoded,
 )
+from streams.signals.renaming import RenamedProgram, rename_entry_point, rename_program
 from streams.signals.style import STYLE_CLASSES, StyleReport, check_style
 from streams.signals.tree_distance import TreeDistance, tree_edit_distance
 from streams.signals.visible_tests import VisibleCall, parse_visible_tests
@@ -25,6 +26,7 @@ __all__ = [
     "NO_CHANGE",
     "STYLE_CLASSES",
     "HackReport",
+    "RenamedProgram",
     "SignalConfig",
     "SignalInputError",
     "StyleReport",
@@ -38,5 +40,6 @@ __all__ = [
     "parse_visible_tests",
     "random_inputs",
     "rename_entry_point",
+    "rename_program",
     "tree_edit_distance",
 ]
