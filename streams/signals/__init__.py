@@ -16,6 +16,7 @@ from streams.signals.hacks import (
     detect_hardcoded,
 )
 from streams.signals.renaming import RenamedProgram, rename_entry_point, rename_program
+from streams.signals.robustness import EvaluatorVerdicts, evaluator_verdicts, robustness_score
 from streams.signals.style import STYLE_CLASSES, StyleReport, check_style
 from streams.signals.tree_distance import TreeDistance, tree_edit_distance
 from streams.signals.visible_tests import VisibleCall, parse_visible_tests
@@ -25,6 +26,7 @@ __all__ = [
     "HACK_FLAGS",
     "NO_CHANGE",
     "STYLE_CLASSES",
+    "EvaluatorVerdicts",
     "HackReport",
     "RenamedProgram",
     "SignalConfig",
@@ -37,9 +39,11 @@ __all__ = [
     "cyclomatic_complexity",
     "detect_hacks",
     "detect_hardcoded",
+    "evaluator_verdicts",
     "parse_visible_tests",
     "random_inputs",
     "rename_entry_point",
     "rename_program",
+    "robustness_score",
     "tree_edit_distance",
 ]
