@@ -2,10 +2,11 @@
 
 Per rollout it runs, all in the sandbox:
   1. the hidden tests, `repeats` times (flaky tests show up as spread between runs);
-  2. the adversarial check: random boundary inputs comparing the candidate with the reference
-     (both defined in the child; the reference under a private name, so only this check could
-     ever read it, never the hidden tests' expected values);
-  3. the rename check: the same tests after a harmless rename of the entry point.
+  2. the differential (adversarial) check: random inputs from the tests' domain, the candidate
+     against the reference (differential.py: the reference runs in the judge's process under a
+     private name, probed once per task for the inputs it takes and for nondeterminism);
+  3. the rename check: the same tests after a harmless rename of the entry point and of its
+     parameters and locals, the tests' keyword arguments following them.
 Then the pure signals (tree edit distance, style, hack flags, fixed pattern) on the code.
 `build_feedback` is pure, so replays and tests can build records from stored results.
 """
@@ -24,13 +25,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.prompt import candidate_code, extract_code
 from schemas.records import build_record
+from streams.feedback.differential import (SKIP_NO_LITERAL_CALLS, DifferentialPlan, ProbeVerdict, compare_request,
+                                           plan_differential, probe_request, probe_verdict)
 from streams.sandbox import EvalRequest, EvalResult, ErrorKind, SandboxPool
-from streams.signals import (SignalConfig, check_style, classify_fix, detect_hacks, random_inputs,
-                             rename_entry_point, tree_edit_distance)
+from streams.signals import (SignalConfig, check_style, classify_fix, detect_hacks, rename_program,
+                             tree_edit_distance)
 
 log = logging.getLogger(__name__)
 
-REFERENCE_NAME = "_reshaper_reference_{}"
 # Sandbox flags (run-time evidence) -> the hack flag of streams/signals/hacks.py they prove.
 RUNTIME_HACK_FLAGS = {
     "patched_builtins": "builtins_patch",
@@ -44,8 +46,10 @@ class EvaluatorConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     repeats: int = Field(1, ge=1, le=16, description="times the hidden tests run; >1 averages flaky tests")
-    adversarial_inputs: int = Field(8, ge=0, description="random boundary inputs compared with the reference; 0 = off")
-    rename_check: bool = Field(True, description="re-run the tests after a harmless rename of the entry point")
+    adversarial_inputs: int = Field(8, ge=0, description="random inputs (boundaries first) from the tests' domain, "
+                                                          "compared with the reference; 0 = off")
+    rename_check: bool = Field(True, description="re-run the tests after a harmless rename of the entry point, its "
+                                                 "parameters and locals (the tests' keyword arguments follow)")
     timeout_s: float | None = Field(None, description="per-candidate wall clock; default: the sandbox's")
     carry_task_imports: bool = Field(
         True, description="give the candidate the task's module-level imports it uses and lacks "
@@ -55,7 +59,7 @@ class EvaluatorConfig(BaseModel):
     @property
     def version(self) -> str:
         """Evaluator version: the code revision plus a hash of these knobs."""
-        return f"eval-v2-{hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:8]}"
+        return f"eval-v3-{hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:8]}"
 
 
 EVALUATOR_VERSION = EvaluatorConfig().version
@@ -63,66 +67,84 @@ EVALUATOR_VERSION = EvaluatorConfig().version
 
 @dataclass
 class SandboxRuns:
-    """What the sandbox said about one candidate (inputs of the pure `build_feedback`)."""
+    """What the sandbox said about one candidate (inputs of the pure `build_feedback`).
+
+    adversarial: the comparison over the inputs the reference takes (None: not run, and
+    adversarial_skip_reason says why); renamed: the tests after the rename (None: no
+    rename check, e.g. the candidate does not parse)."""
 
     tests: list[EvalResult]
     adversarial: EvalResult | None
     adversarial_checked: int
     renamed: EvalResult | None
+    adversarial_skip_reason: str = ""
 
 
-def _requests(task: dict, candidate: str, cfg: EvaluatorConfig, seed: int) -> tuple[list[EvalRequest], int, bool]:
+@dataclass
+class _Plan:
+    tests: list[EvalRequest]
+    renamed: EvalRequest | None
+    differential: DifferentialPlan
+
+
+def _plan(task: dict, candidate: str, cfg: EvaluatorConfig) -> _Plan:
     entry = task["entry_point"]
     common = dict(setup_code=task.get("test_setup_code", ""), imports=list(task.get("test_imports", [])),
                   timeout_s=cfg.timeout_s)
-    requests = [EvalRequest(code=candidate, tests=list(task["tests"]), entry_point=entry, **common)
-                for _ in range(cfg.repeats)]
-    n_adv = 0
-    if cfg.adversarial_inputs and task.get("reference_code"):
-        try:
-            calls = random_inputs(list(task["tests"]), entry, cfg.adversarial_inputs, seed=seed, config=cfg.signals)
-            ref_name = REFERENCE_NAME.format(entry)
-            ref_code, _ = rename_entry_point(task["reference_code"], [], entry, ref_name)
-        except Exception as exc:  # tests we cannot type, or a reference libcst cannot parse
-            log.debug("no adversarial inputs for %s: %s", task.get("task_id"), exc)
-            calls = []
-        if calls:
-            # a call that raises in both counts as agreement; a differing value or exception does not
-            tests = [f"assert _reshaper_same(lambda: {call}, lambda: {call.replace(entry + '(', ref_name + '(', 1)})"
-                     for call in calls]
-            setup = ref_code + "\n" + _SAME_HELPER + "\n" + common["setup_code"]
-            requests.append(EvalRequest(code=candidate, tests=tests, entry_point=entry, setup_code=setup,
-                                        imports=common["imports"], timeout_s=cfg.timeout_s))
-            n_adv = len(calls)
-    renamed = False
+    tests = [EvalRequest(code=candidate, tests=list(task["tests"]), entry_point=entry, **common)
+             for _ in range(cfg.repeats)]
+    renamed = None
     if cfg.rename_check:
         try:
             new_name = RENAMED_ENTRY.format(hashlib.sha256(entry.encode()).hexdigest()[:6])
-            code_r, tests_r = rename_entry_point(candidate, list(task["tests"]), entry, new_name)
-            setup_r = rename_entry_point(common["setup_code"], [], entry, new_name)[0] if common["setup_code"] else ""
-            requests.append(EvalRequest(code=code_r, tests=tests_r, entry_point=new_name, setup_code=setup_r,
-                                        imports=common["imports"], timeout_s=cfg.timeout_s))
-            renamed = True
-        except Exception:  # an unparsable candidate has no rename check: its tests already fail
+            program = rename_program(candidate, list(task["tests"]), common["setup_code"], entry, new_name)
+            renamed = EvalRequest(code=program.code, tests=program.tests, entry_point=new_name,
+                                  setup_code=program.setup_code, imports=common["imports"], timeout_s=cfg.timeout_s)
+        except ValueError:  # SignalInputError: an unparsable candidate has no rename check, its tests already fail
             pass
-    return requests, n_adv, renamed
+    try:
+        differential = plan_differential(task, cfg.adversarial_inputs, cfg.signals)
+    except Exception as exc:  # a domain hypothesis cannot draw from: no check rather than no feedback
+        log.debug("no differential inputs for %s: %s", task.get("task_id"), exc)
+        differential = DifferentialPlan((), "", SKIP_NO_LITERAL_CALLS)
+    return _Plan(tests, renamed, differential)
 
 
-_SAME_HELPER = '''
-def _reshaper_same(candidate_call, reference_call):
-    def outcome(call):
-        try:
-            return ("value", call())
-        except Exception as exc:
-            return ("raised", type(exc).__name__)
-    return outcome(candidate_call) == outcome(reference_call)
-'''
+# The probe's verdict is a function of the task and the evaluator's knobs; one sandbox run
+# per task serves all its rollouts (concurrent first rollouts may each run it once).
+_PROBES: dict[tuple, ProbeVerdict] = {}
+_PROBES_KEPT = 4096
 
 
-def _split(results: list[EvalResult], repeats: int, n_adv: int, renamed: bool) -> SandboxRuns:
-    tests, rest = results[:repeats], results[repeats:]
-    adversarial = rest.pop(0) if n_adv else None
-    return SandboxRuns(tests, adversarial, n_adv, rest.pop(0) if renamed else None)
+async def _probe(task: dict, plan: DifferentialPlan, pool: SandboxPool, cfg: EvaluatorConfig) -> ProbeVerdict:
+    key = (task.get("task_id"), hashlib.sha256(plan.reference_setup.encode()).hexdigest(), plan.calls, cfg.version)
+    if key in _PROBES:
+        return _PROBES[key]
+    verdict = probe_verdict(await pool.aevaluate(probe_request(task, plan, cfg.timeout_s)))
+    if verdict.complete:
+        if len(_PROBES) >= _PROBES_KEPT:
+            _PROBES.pop(next(iter(_PROBES)))
+        _PROBES[key] = verdict
+    return verdict
+
+
+async def _differential(task: dict, candidate: str, plan: DifferentialPlan, pool: SandboxPool,
+                        cfg: EvaluatorConfig) -> tuple[EvalResult | None, str]:
+    if plan.skip_reason:
+        return None, plan.skip_reason
+    verdict = await _probe(task, plan, pool, cfg)
+    if verdict.skip_reason:
+        return None, verdict.skip_reason
+    return await pool.aevaluate(compare_request(task, candidate, plan, verdict.usable, cfg.timeout_s)), ""
+
+
+async def _run(task: dict, candidate: str, plan: _Plan, pool: SandboxPool, cfg: EvaluatorConfig) -> SandboxRuns:
+    renamed = [plan.renamed] if plan.renamed is not None else []
+    *results, (adversarial, skip_reason) = await asyncio.gather(
+        *(pool.aevaluate(r) for r in [*plan.tests, *renamed]), _differential(task, candidate, plan.differential, pool, cfg))
+    tests, rest = results[:len(plan.tests)], results[len(plan.tests):]
+    return SandboxRuns(tests, adversarial, adversarial.tests_total if adversarial else 0,
+                       rest[0] if rest else None, skip_reason)
 
 
 # The signals (libcst, black, flake8, hypothesis draws) take up to a second of CPU per
@@ -139,11 +161,9 @@ async def aevaluate_rollout(task: dict, rollout: dict, pool: SandboxPool, cfg: E
     candidate = (candidate_code(rollout["completion_text"], task["buggy_code"]) if cfg.carry_task_imports
                  else extract_code(rollout["completion_text"]))
     loop = asyncio.get_running_loop()
-    requests, n_adv, renamed = await loop.run_in_executor(
-        SIGNAL_THREAD, _requests, task, candidate, cfg, rollout.get("sampling_seed", 0))
+    plan = await loop.run_in_executor(SIGNAL_THREAD, _plan, task, candidate, cfg)
     try:
-        results = await asyncio.gather(*(pool.aevaluate(r) for r in requests))
-        runs, error = _split(list(results), cfg.repeats, n_adv, renamed), ""
+        runs, error = await _run(task, candidate, plan, pool, cfg), ""
     except Exception as exc:  # the evaluator itself broke: say so in the stream, do not stall it
         log.exception("evaluation of %s failed", rollout.get("rollout_id"))
         runs, error = None, f"{type(exc).__name__}: {exc}"
@@ -191,6 +211,8 @@ def build_feedback(task: dict, rollout: dict, candidate: str, runs: SandboxRuns 
         runtime_ms=float(sum(r.runtime_ms for r in runs.tests) / len(runs.tests)),
         fixed_pattern=classify_fix(buggy, candidate, cfg.signals) if passed_all else "",
         adversarial_mismatches=int(adv_mismatch), adversarial_checked=int(adv_checked),
+        adversarial_skip_reason=runs.adversarial_skip_reason if not adv_checked else "",
+        rename_checked=runs.renamed is not None,
         rename_passed=runs.renamed.tests_passed == first.tests_passed if runs.renamed is not None else None,
     )
 
