@@ -138,6 +138,27 @@ async def _differential(task: dict, candidate: str, plan: DifferentialPlan, pool
     return await pool.aevaluate(compare_request(task, candidate, plan, verdict.usable, cfg.timeout_s)), ""
 
 
+async def asandbox_runs(task: dict, candidate: str, pool: SandboxPool, cfg: EvaluatorConfig | None = None) -> SandboxRuns:
+    """Every sandbox run of one candidate (tests, differential check, rename check), without
+    the code signals: for tools that need only what the sandbox says."""
+    cfg = cfg or EvaluatorConfig()
+    plan = await asyncio.get_running_loop().run_in_executor(SIGNAL_THREAD, _plan, task, candidate, cfg)
+    return await _run(task, candidate, plan, pool, cfg)
+
+
+def robustness_fields(runs: SandboxRuns) -> dict:
+    """Pure: the feedback fields of the differential and rename checks."""
+    first = runs.tests[0]
+    checked = runs.adversarial_checked if runs.adversarial else 0
+    return {
+        "adversarial_mismatches": int(runs.adversarial.tests_total - runs.adversarial.tests_passed) if checked else 0,
+        "adversarial_checked": int(checked),
+        "adversarial_skip_reason": "" if checked else runs.adversarial_skip_reason,
+        "rename_checked": runs.renamed is not None,
+        "rename_passed": runs.renamed.tests_passed == first.tests_passed if runs.renamed is not None else None,
+    }
+
+
 async def _run(task: dict, candidate: str, plan: _Plan, pool: SandboxPool, cfg: EvaluatorConfig) -> SandboxRuns:
     renamed = [plan.renamed] if plan.renamed is not None else []
     *results, (adversarial, skip_reason) = await asyncio.gather(
@@ -198,8 +219,6 @@ def build_feedback(task: dict, rollout: dict, candidate: str, runs: SandboxRuns 
         if sandbox_flag in first.flags and hack_flag not in code_signals["hack_flags"]:
             code_signals["hack_flags"].append(hack_flag)
     passed_all = all(r.tests_passed == r.tests_total and r.tests_total for r in runs.tests)
-    adv_checked = runs.adversarial_checked if runs.adversarial else 0
-    adv_mismatch = (runs.adversarial.tests_total - runs.adversarial.tests_passed) if adv_checked else 0
     return build_record(
         "Feedback", leave_out=("event_id",), **_from_rollout(rollout), **code_signals,
         bug_pattern=task["bug_pattern"], difficulty=float(task["difficulty"]), evaluator_version=cfg.version,
@@ -210,10 +229,7 @@ def build_feedback(task: dict, rollout: dict, candidate: str, runs: SandboxRuns 
         error_kind=first.error_kind.value, error_message=first.error_message[:2000],
         runtime_ms=float(sum(r.runtime_ms for r in runs.tests) / len(runs.tests)),
         fixed_pattern=classify_fix(buggy, candidate, cfg.signals) if passed_all else "",
-        adversarial_mismatches=int(adv_mismatch), adversarial_checked=int(adv_checked),
-        adversarial_skip_reason=runs.adversarial_skip_reason if not adv_checked else "",
-        rename_checked=runs.renamed is not None,
-        rename_passed=runs.renamed.tests_passed == first.tests_passed if runs.renamed is not None else None,
+        **robustness_fields(runs),
     )
 
 
