@@ -15,6 +15,7 @@ touched.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -27,6 +28,7 @@ from streams.signals.syntax import parse_cst
 # behaviour under a rename; its parameters and locals are left as they are.
 _FRAME_READERS = frozenset({"locals", "vars", "eval", "exec", "dir", "_getframe", "currentframe"})
 LOCAL_PREFIX = "renamed_var_"
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -100,16 +102,10 @@ def rename_entry_point(
 # --- parameters and locals ----------------------------------------------------------------
 
 
-def _identifiers(tree: cst.Module) -> set[str]:
-    """Every name and attribute spelled in the tree: a fresh name must be none of them."""
-    found: set[str] = set()
-
-    class Collect(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            found.add(node.value)
-
-    tree.visit(Collect())
-    return found
+def _identifiers(sources: list[str]) -> set[str]:
+    """Every word spelled in the sources (names, attributes, and words inside strings too):
+    a fresh name must be none of them. Read off the text, not the trees, to spare a pass."""
+    return set(_WORD.findall("\n".join(sources)))
 
 
 def _reads_its_frame(function: cst.FunctionDef) -> bool:
@@ -129,20 +125,34 @@ def _reads_its_frame(function: cst.FunctionDef) -> bool:
     return hit
 
 
-class _LocalsRenamer(cst.CSTTransformer):
-    """Gives the nodes found by the scope analysis their new names."""
+class _ProgramRenamer(_EntryRenamer):
+    """One pass that renames the entry point (by name), the nodes the scope analysis found
+    (by identity) and the keyword arguments of calls of the entry point; keywords that no
+    parameter names (gathered by `**kwargs`) are data and stay."""
 
-    def __init__(self, by_node: dict[int, str], nonlocal_items: dict[int, str]) -> None:
-        super().__init__()
-        self.by_node, self.nonlocal_items = by_node, nonlocal_items
+    def __init__(self, old: str, new: str, by_node: dict[int, str], nonlocal_items: dict[int, str],
+                 keywords: dict[str, str]) -> None:
+        super().__init__(old, new)
+        self.by_node, self.nonlocal_items, self.keywords = by_node, nonlocal_items, keywords
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
         new = self.by_node.get(id(original_node))
-        return updated_node.with_changes(value=new) if new else updated_node
+        return updated_node.with_changes(value=new) if new else super().leave_Name(original_node, updated_node)
 
     def leave_NameItem(self, original_node: cst.NameItem, updated_node: cst.NameItem) -> cst.NameItem:
         new = self.nonlocal_items.get(id(original_node))
         return updated_node.with_changes(name=cst.Name(new)) if new else updated_node
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        func = original_node.func
+        if not (self.keywords and isinstance(func, cst.Name) and func.value == self.old):
+            return updated_node
+        args = [
+            a.with_changes(keyword=cst.Name(self.keywords[a.keyword.value]))
+            if a.keyword is not None and a.keyword.value in self.keywords else a
+            for a in updated_node.args
+        ]
+        return updated_node.with_changes(args=args)
 
 
 def _binding_name(node: cst.CSTNode) -> cst.Name | None:
@@ -221,26 +231,6 @@ def _fresh(taken: set[str], index: int) -> str:
     return name
 
 
-class _KeywordRenamer(cst.CSTTransformer):
-    """`entry(a=1)` -> `entry(new_a=1)` for the entry point's renamed parameters; keywords
-    that no parameter names (gathered by `**kwargs`) are data and stay."""
-
-    def __init__(self, entry_point: str, keywords: dict[str, str]) -> None:
-        super().__init__()
-        self.entry_point, self.keywords = entry_point, keywords
-
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
-        func = original_node.func
-        if not (isinstance(func, cst.Name) and func.value == self.entry_point):
-            return updated_node
-        args = [
-            a.with_changes(keyword=cst.Name(self.keywords[a.keyword.value]))
-            if a.keyword is not None and a.keyword.value in self.keywords else a
-            for a in updated_node.args
-        ]
-        return updated_node.with_changes(args=args)
-
-
 def rename_program(
     code: str, tests: list[str], setup_code: str, entry_point: str, new_entry_point: str
 ) -> RenamedProgram:
@@ -253,13 +243,12 @@ def rename_program(
     if not new_entry_point.isidentifier():
         raise SignalInputError(f"not an identifier: {new_entry_point!r}")
     trees = [_parse(code), *(_parse(t) for t in tests), _parse(setup_code)]
-    taken = set().union(*(_identifiers(t) for t in trees)) | {new_entry_point}
+    taken = _identifiers([code, *tests, setup_code]) | {new_entry_point}
     wrapper = MetadataWrapper(trees[0], unsafe_skip_copy=True)
     names, by_node, nonlocal_items, keyword_params = _plan_locals(wrapper, entry_point, taken)
-    module = wrapper.module.visit(_LocalsRenamer(by_node, nonlocal_items))
-    keywords = _KeywordRenamer(new_entry_point, {p: names[p] for p in keyword_params})
-    renamer = _EntryRenamer(entry_point, new_entry_point)
-    out = [t.visit(renamer).visit(keywords).code for t in (module, *trees[1:])]
+    renamer = _ProgramRenamer(entry_point, new_entry_point, by_node, nonlocal_items,
+                              {p: names[p] for p in keyword_params})
+    out = [t.visit(renamer).code for t in (wrapper.module, *trees[1:])]
     return RenamedProgram(
         code=out[0], tests=out[1:-1], setup_code=out[-1] if setup_code else "",
         entry_point=new_entry_point, names={entry_point: new_entry_point, **names},
