@@ -2,6 +2,7 @@
 reference would lose reward.
 
     python -m producers.evaluation.robustness_false_alarms --tasks 100 --workers 1
+    python -m producers.evaluation.robustness_false_alarms --tasks 974 --variant reference  # every MBPP reference
 
 Correct variants of MBPP references (a seeded sample of the functions the corpus is built
 from) go through the evaluator's sandbox runs: the reference itself (control), the
@@ -117,15 +118,16 @@ async def score(task: dict, variant: str, pool: SandboxPool, cfg: EvaluatorConfi
             + (f" [{len(calls)} inputs]" if calls else ""))
 
 
-async def measure(tasks: list[dict], pool: SandboxPool, cfg: EvaluatorConfig, concurrency: int) -> dict:
-    tallies = {v: VariantTally() for v in VARIANTS}
+async def measure(tasks: list[dict], pool: SandboxPool, cfg: EvaluatorConfig, concurrency: int,
+                  variants: tuple[str, ...] = VARIANTS) -> dict:
+    tallies = {v: VariantTally() for v in variants}
     gate = asyncio.Semaphore(concurrency)
 
     async def one(task: dict, variant: str) -> None:
         async with gate:
             await score(task, variant, pool, cfg, tallies[variant])
 
-    await asyncio.gather(*(one(t, v) for t in tasks for v in VARIANTS))
+    await asyncio.gather(*(one(t, v) for t in tasks for v in variants))
     return {v: t.as_dict() for v, t in tallies.items()}
 
 
@@ -139,12 +141,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--tasks", type=int, default=100, help="MBPP functions sampled")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample")
     parser.add_argument("--workers", type=int, default=1, help="sandbox processes")
+    parser.add_argument("--variant", action="append", choices=VARIANTS, default=None,
+                        help="variant to score (repeat; default all)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
     tasks = sample_tasks(args.tasks, args.seed)
     cfg = EvaluatorConfig()
     with SandboxPool(SandboxConfig(workers=args.workers)) as pool:
-        figures = asyncio.run(measure(tasks, pool, cfg, concurrency=4 * args.workers))
+        figures = asyncio.run(measure(tasks, pool, cfg, 4 * args.workers, tuple(args.variant or VARIANTS)))
     print(f"{len(tasks)} MBPP tasks (seed {args.seed}), {cfg.adversarial_inputs} random inputs each, "
           f"evaluator {cfg.version}")
     print("honest: passes every hidden test; nondet: reference disagrees with itself (left out); checked: "
