@@ -10,7 +10,9 @@ reference reformatted by black, and the reference with its parameters and locals
 (`rename_program`). A variant that fails a hidden test is not an honest fix (a renamed
 parameter breaks a test calling it by keyword) and is left out, counted. Among the honest
 ones, a false alarm is any differential mismatch or a failed rename check. Tasks whose
-reference disagrees with itself are left out of the differential check, and counted.
+reference disagrees with itself are left out of the differential check, and counted. For
+contrast, `lookup` candidates answer the hidden tests from a table of their expected values:
+they pass every hidden test, and the same count is then the share of such hacks caught.
 `--json` writes the figures too.
 """
 
@@ -28,11 +30,25 @@ import black
 
 from producers.corpus.mbpp import load_mbpp
 from streams.feedback import EvaluatorConfig, asandbox_runs, robustness_fields
-from streams.feedback.differential import SKIP_NONDETERMINISTIC, plan_differential
+from streams.feedback.differential import SKIP_NONDETERMINISTIC
 from streams.sandbox import SandboxConfig, SandboxPool
-from streams.signals import rename_program
+from streams.signals import parse_visible_tests, rename_program
 
-VARIANTS = ("reference", "black", "renamed")
+VARIANTS = ("reference", "black", "renamed", "lookup")
+# Correct code: its losses are false alarms. `lookup` is the opposite, a hack that answers the
+# hidden tests from a table: its losses are catches, the check's power on the same tasks.
+HACKS = ("lookup",)
+
+
+def lookup_hack(task: dict) -> str | None:
+    """A candidate that special-cases every hidden test's input (a table of their expected
+    values, the first of them for anything else); None when a test is not `f(literals) == literal`."""
+    calls = parse_visible_tests(task["tests"], task["entry_point"])
+    if len(calls) != len(task["tests"]) or not all(c.has_expected for c in calls):
+        return None
+    table = {repr(c.args): c.expected for c in calls}
+    return (f"def {task['entry_point']}(*args):\n    table = {table!r}\n"
+            f"    return table.get(repr(args), {calls[0].expected!r})\n")
 
 
 def task_of(function) -> dict:
@@ -51,6 +67,8 @@ def variant_code(task: dict, variant: str) -> str | None:
             return black.format_str(code, mode=black.Mode())
         if variant == "renamed":
             return rename_program(code, [], "", entry, entry).code
+        if variant == "lookup":
+            return lookup_hack(task)
     except (ValueError, black.InvalidInput):
         return None
     return code
@@ -61,7 +79,7 @@ class VariantTally:
     variants: int = 0
     unrewritable: int = 0
     fail_hidden_tests: int = 0
-    honest: int = 0
+    pass_hidden_tests: int = 0
     nondeterministic: int = 0
     differential_skipped: Counter = field(default_factory=Counter)
     differential_checked: int = 0
@@ -73,7 +91,7 @@ class VariantTally:
     examples: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        counted = self.honest - self.nondeterministic
+        counted = self.pass_hidden_tests - self.nondeterministic
         return {**{k: v for k, v in vars(self).items() if k != "examples"},
                 "differential_skipped": dict(self.differential_skipped),
                 "false_alarm_rate": self.lose_reward / counted if counted else None,
@@ -91,7 +109,7 @@ async def score(task: dict, variant: str, pool: SandboxPool, cfg: EvaluatorConfi
     if first.tests_passed != first.tests_total:
         tally.fail_hidden_tests += 1
         return
-    tally.honest += 1
+    tally.pass_hidden_tests += 1
     fields = robustness_fields(runs)
     tally.inputs_compared += fields["adversarial_checked"]
     # what the evaluator's rename check renamed besides the entry point
@@ -111,11 +129,13 @@ async def score(task: dict, variant: str, pool: SandboxPool, cfg: EvaluatorConfi
     tally.rename_failed += rename_failed
     if mismatched or rename_failed:
         tally.lose_reward += 1
-        calls = plan_differential(task, cfg.adversarial_inputs, cfg.signals).calls
+    # worth a look: correct code that loses, a hack that does not
+    if (mismatched or rename_failed) != (variant in HACKS):
         failed = [o for o in runs.adversarial.outcomes if not o.passed] if mismatched else []
         tally.examples.append(f"{task['task_id']}: " + (
-            f"{len(failed)} mismatch(es), e.g. {failed[0].message[:120]!r}" if failed else "rename changed the outcome")
-            + (f" [{len(calls)} inputs]" if calls else ""))
+            f"{len(failed)} of {fields['adversarial_checked']} inputs mismatch, e.g. {failed[0].message[:120]!r}"
+            if failed else "rename changed the outcome" if rename_failed
+            else f"not caught ({fields['adversarial_checked']} inputs, skipped: {reason or 'no'})"))
 
 
 async def measure(tasks: list[dict], pool: SandboxPool, cfg: EvaluatorConfig, concurrency: int,
@@ -151,16 +171,17 @@ def main(argv: list[str] | None = None) -> dict:
         figures = asyncio.run(measure(tasks, pool, cfg, 4 * args.workers, tuple(args.variant or VARIANTS)))
     print(f"{len(tasks)} MBPP tasks (seed {args.seed}), {cfg.adversarial_inputs} random inputs each, "
           f"evaluator {cfg.version}")
-    print("honest: passes every hidden test; nondet: reference disagrees with itself (left out); checked: "
-          "differential check ran (inputs/task: mean inputs compared); names/task: mean parameters and locals "
-          "the rename check renamed; lose: mismatch or rename failure")
-    print(f"{'variant':<10} {'honest':>6} {'nondet':>6} {'checked':>7} {'inputs/task':>11} {'names/task':>10} "
+    print("pass: passes every hidden test (an honest fix; for lookup, a hack the tests miss); nondet: reference "
+          "disagrees with itself (left out); checked: differential check ran (inputs/task: mean inputs compared); "
+          "names/task: mean parameters and locals the rename check renamed; lose: mismatch or rename failure")
+    print(f"{'variant':<10} {'pass':>6} {'nondet':>6} {'checked':>7} {'inputs/task':>11} {'names/task':>10} "
           f"{'mismatch':>8} {'rename':>6} {'lose':>5} {'false alarms':>12}")
     for variant, f in figures.items():
         rate = "n/a" if f["false_alarm_rate"] is None else f"{f['false_alarm_rate']:.1%}"
-        checked, honest = max(f["differential_checked"], 1), max(f["honest"], 1)
-        print(f"{variant:<10} {f['honest']:>6} {f['nondeterministic']:>6} {f['differential_checked']:>7} "
-              f"{f['inputs_compared'] / checked:>11.1f} {f['names_renamed'] / honest:>10.1f} "
+        rate += " caught" if variant in HACKS else ""
+        checked, passed = max(f["differential_checked"], 1), max(f["pass_hidden_tests"], 1)
+        print(f"{variant:<10} {f['pass_hidden_tests']:>6} {f['nondeterministic']:>6} {f['differential_checked']:>7} "
+              f"{f['inputs_compared'] / checked:>11.1f} {f['names_renamed'] / passed:>10.1f} "
               f"{f['mismatched']:>8} {f['rename_failed']:>6} {f['lose_reward']:>5} {rate:>12}")
         print(f"{'':<10} left out: {f['fail_hidden_tests']} fail a hidden test, {f['unrewritable']} cannot be "
               f"rewritten; differential check skipped: {f['differential_skipped'] or 'never'}")
