@@ -129,6 +129,7 @@ CREATE TABLE IF NOT EXISTS feedback
     environment_failure     Bool,
     evaluation_attempts     Int32,
     flaky                   Bool,
+    adversarial_skip_reason LowCardinality(String),
     _topic                  LowCardinality(String) DEFAULT '',
     _partition              Int32 DEFAULT -1,
     _offset                 Int64 DEFAULT -1,

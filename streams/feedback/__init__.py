@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from streams.feedback.config import EvaluatorConfig
 
-_EVALUATE = ("EVALUATOR_VERSION", "aevaluate_rollout", "build_feedback", "evaluate_rollout")
-__all__ = ["EVALUATOR_VERSION", "EvaluatorConfig", "aevaluate_rollout", "build_feedback", "evaluate_rollout"]
+_EVALUATE = ("EVALUATOR_VERSION", "SandboxRuns", "aevaluate_rollout", "asandbox_runs", "build_feedback",
+             "evaluate_rollout", "robustness_fields")
+__all__ = ["EVALUATOR_VERSION", "EvaluatorConfig", "SandboxRuns", "aevaluate_rollout", "asandbox_runs",
+           "build_feedback", "evaluate_rollout", "robustness_fields"]
 
 if TYPE_CHECKING:
-    from streams.feedback.evaluate import EVALUATOR_VERSION, aevaluate_rollout, build_feedback, evaluate_rollout
+    from streams.feedback.evaluate import (EVALUATOR_VERSION, SandboxRuns, aevaluate_rollout, asandbox_runs,
+                                           build_feedback, evaluate_rollout, robustness_fields)
 
 
 def __getattr__(name: str) -> Any:

@@ -22,8 +22,10 @@ class EvaluatorConfig(BaseModel):
         2, ge=0, le=8, description="re-evaluations of a run the host, not the candidate, failed (a sandbox error "
                                    "after the pool's own retry, a lost sandbox process, a harness error); still "
                                    "failing after them, the feedback says `environment_failure`")
-    adversarial_inputs: int = Field(8, ge=0, description="random boundary inputs compared with the reference; 0 = off")
-    rename_check: bool = Field(True, description="re-run the tests after a harmless rename of the entry point")
+    adversarial_inputs: int = Field(8, ge=0, description="random inputs (boundaries first) from the tests' domain, "
+                                                          "compared with the reference; 0 = off")
+    rename_check: bool = Field(True, description="re-run the tests after a harmless rename of the entry point, its "
+                                                 "parameters and locals (the tests' keyword arguments follow)")
     exec_coverage: bool = Field(
         True, description="trace, in the first run of the hidden tests, which lines of the candidate's functions each "
                           "test runs, for `exec_line_coverage` (a claim of the candidate's own process: counted only "

@@ -4,10 +4,11 @@ Per rollout it runs, all in the sandbox:
   1. the hidden tests, `repeats` times, each in a fresh candidate process with `random` seeded
      from (rollout seed, repeat index), so a flaky candidate shows up as spread between runs
      and a replay of the same rollout draws the same numbers;
-  2. the adversarial check: random boundary inputs comparing the candidate with the reference
-     (both defined in the child; the reference under a private name, so only this check could
-     ever read it, never the hidden tests' expected values);
-  3. the rename check: the same tests after a harmless rename of the entry point.
+  2. the differential (adversarial) check: random inputs from the tests' domain, the candidate
+     against the reference (differential.py: the reference runs in the judge's process under a
+     private name, probed once per task for the inputs it takes and for nondeterminism);
+  3. the rename check: the same tests after a harmless rename of the entry point and of its
+     parameters and locals, the tests' keyword arguments following them.
 The first run of the hidden tests also records which lines of the candidate's functions each
 test ran (`exec_coverage`). A run the host failed (failure_cause.py) is run again, up to
 `environment_retries` times; one still failing marks the feedback `environment_failure`, for the
@@ -30,14 +31,15 @@ from typing import Any
 from schemas.prompt import candidate_code, extract_code
 from schemas.records import build_record
 from streams.feedback.config import EvaluatorConfig
+from streams.feedback.differential import (SKIP_HOST_FAILURE, SKIP_NO_LITERAL_CALLS, DifferentialPlan, ProbeVerdict, compare_request,
+                                           plan_differential, probe_request, probe_verdict)
 from streams.feedback.failure_cause import host_failure, is_flaky
 from streams.sandbox import EvalRequest, EvalResult, ErrorKind, SandboxPool
-from streams.signals import (check_style, classify_fix, detect_hacks, executable_lines, line_coverage, random_inputs,
-                             rename_entry_point, tree_edit_distance, uses_tracer)
+from streams.signals import (check_style, classify_fix, detect_hacks, executable_lines, line_coverage, rename_program,
+                             tree_edit_distance, uses_tracer)
 
 log = logging.getLogger(__name__)
 
-REFERENCE_NAME = "_reshaper_reference_{}"
 # Sandbox flags (run-time evidence) -> the hack flag of streams/signals/hacks.py they prove.
 RUNTIME_HACK_FLAGS = {
     "patched_builtins": "builtins_patch",
@@ -52,12 +54,17 @@ EVALUATOR_VERSION = EvaluatorConfig().version
 
 @dataclass
 class SandboxRuns:
-    """What the sandbox said about one candidate (inputs of the pure `build_feedback`)."""
+    """What the sandbox said about one candidate (inputs of the pure `build_feedback`).
+
+    adversarial: the comparison over the inputs the reference takes (None: not run, and
+    adversarial_skip_reason says why); renamed: the tests after the rename (None: no
+    rename check, e.g. the candidate does not parse)."""
 
     tests: list[EvalResult]
     adversarial: EvalResult | None
     adversarial_checked: int
     renamed: EvalResult | None
+    adversarial_skip_reason: str = ""
     attempts: int = 1  # 1 + the rounds of re-evaluation after host failures
 
 
@@ -67,60 +74,102 @@ def repeat_seed(rollout_seed: int, repeat: int) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def _requests(task: dict, candidate: str, cfg: EvaluatorConfig, seed: int) -> tuple[list[EvalRequest], int, bool]:
+@dataclass
+class _Plan:
+    tests: list[EvalRequest]
+    renamed: EvalRequest | None
+    differential: DifferentialPlan
+
+
+def _plan(task: dict, candidate: str, cfg: EvaluatorConfig, seed: int) -> _Plan:
     entry = task["entry_point"]
     common = dict(setup_code=task.get("test_setup_code", ""), imports=list(task.get("test_imports", [])),
                   timeout_s=cfg.timeout_s)
     # Only the first run is traced: its outcomes are the ones the feedback reports per test.
-    requests = [EvalRequest(code=candidate, tests=list(task["tests"]), entry_point=entry,
-                            seed=repeat_seed(seed, repeat), trace_lines=cfg.exec_coverage and repeat == 0, **common)
-                for repeat in range(cfg.repeats)]
-    n_adv = 0
-    if cfg.adversarial_inputs and task.get("reference_code"):
-        try:
-            calls = random_inputs(list(task["tests"]), entry, cfg.adversarial_inputs, seed=seed, config=cfg.signals)
-            ref_name = REFERENCE_NAME.format(entry)
-            ref_code, _ = rename_entry_point(task["reference_code"], [], entry, ref_name)
-        except Exception as exc:  # tests we cannot type, or a reference libcst cannot parse
-            log.debug("no adversarial inputs for %s: %s", task.get("task_id"), exc)
-            calls = []
-        if calls:
-            # a call that raises in both counts as agreement; a differing value or exception does not
-            tests = [f"assert _reshaper_same(lambda: {call}, lambda: {call.replace(entry + '(', ref_name + '(', 1)})"
-                     for call in calls]
-            setup = ref_code + "\n" + _SAME_HELPER + "\n" + common["setup_code"]
-            requests.append(EvalRequest(code=candidate, tests=tests, entry_point=entry, setup_code=setup,
-                                        imports=common["imports"], timeout_s=cfg.timeout_s))
-            n_adv = len(calls)
-    renamed = False
+    tests = [EvalRequest(code=candidate, tests=list(task["tests"]), entry_point=entry, seed=repeat_seed(seed, repeat),
+                         trace_lines=cfg.exec_coverage and repeat == 0, **common)
+             for repeat in range(cfg.repeats)]
+    renamed = None
     if cfg.rename_check:
         try:
             new_name = RENAMED_ENTRY.format(hashlib.sha256(entry.encode()).hexdigest()[:6])
-            code_r, tests_r = rename_entry_point(candidate, list(task["tests"]), entry, new_name)
-            setup_r = rename_entry_point(common["setup_code"], [], entry, new_name)[0] if common["setup_code"] else ""
-            requests.append(EvalRequest(code=code_r, tests=tests_r, entry_point=new_name, setup_code=setup_r,
-                                        imports=common["imports"], timeout_s=cfg.timeout_s))
-            renamed = True
-        except Exception:  # an unparsable candidate has no rename check: its tests already fail
+            program = rename_program(candidate, list(task["tests"]), common["setup_code"], entry, new_name)
+            renamed = EvalRequest(code=program.code, tests=program.tests, entry_point=new_name,
+                                  setup_code=program.setup_code, imports=common["imports"], timeout_s=cfg.timeout_s)
+        except ValueError:  # SignalInputError: an unparsable candidate has no rename check, its tests already fail
             pass
-    return requests, n_adv, renamed
+    try:
+        differential = plan_differential(task, cfg.adversarial_inputs, cfg.signals)
+    except Exception as exc:  # a domain hypothesis cannot draw from: no check rather than no feedback
+        log.debug("no differential inputs for %s: %s", task.get("task_id"), exc)
+        differential = DifferentialPlan((), "", SKIP_NO_LITERAL_CALLS)
+    return _Plan(tests, renamed, differential)
 
 
-_SAME_HELPER = '''
-def _reshaper_same(candidate_call, reference_call):
-    def outcome(call):
-        try:
-            return ("value", call())
-        except Exception as exc:
-            return ("raised", type(exc).__name__)
-    return outcome(candidate_call) == outcome(reference_call)
-'''
+# The probe's verdict is a function of the task and the evaluator's knobs; one sandbox run
+# per task serves all its rollouts (concurrent first rollouts may each run it once).
+_PROBES: dict[tuple, ProbeVerdict] = {}
+_PROBES_KEPT = 4096
 
 
-def _split(results: list[EvalResult], repeats: int, n_adv: int, renamed: bool, attempts: int) -> SandboxRuns:
-    tests, rest = results[:repeats], results[repeats:]
-    adversarial = rest.pop(0) if n_adv else None
-    return SandboxRuns(tests, adversarial, n_adv, rest.pop(0) if renamed else None, attempts)
+async def _probe(task: dict, plan: DifferentialPlan, pool: SandboxPool, cfg: EvaluatorConfig) -> ProbeVerdict:
+    key = (task.get("task_id"), hashlib.sha256(plan.reference_setup.encode()).hexdigest(), plan.calls, cfg.version)
+    if key in _PROBES:
+        return _PROBES[key]
+    verdict = probe_verdict(await pool.aevaluate(probe_request(task, plan, cfg.timeout_s), parse_in=SIGNAL_THREAD))
+    if verdict.complete:
+        if len(_PROBES) >= _PROBES_KEPT:
+            _PROBES.pop(next(iter(_PROBES)))
+        _PROBES[key] = verdict
+    return verdict
+
+
+async def _differential(task: dict, candidate: str, plan: DifferentialPlan, pool: SandboxPool,
+                        cfg: EvaluatorConfig) -> tuple[EvalResult | None, str, int]:
+    """The comparison run (or None and why not) and the rounds it took."""
+    if plan.skip_reason:
+        return None, plan.skip_reason, 1
+    verdict = await _probe(task, plan, pool, cfg)
+    if verdict.skip_reason:
+        return None, verdict.skip_reason, 1
+    request = compare_request(task, candidate, plan, verdict.usable, cfg.timeout_s)
+    (result,), attempts = await run_requests(pool, [request], cfg.environment_retries)
+    # a comparison the host failed every time counts as not run, never as the candidate's mismatch
+    return (None, SKIP_HOST_FAILURE, attempts) if host_failure(result) else (result, "", attempts)
+
+
+async def asandbox_runs(task: dict, candidate: str, pool: SandboxPool, cfg: EvaluatorConfig | None = None,
+                        seed: int = 0) -> SandboxRuns:
+    """Every sandbox run of one candidate (tests, differential check, rename check), without
+    the code signals: for tools that need only what the sandbox says. ``seed``: the rollout's."""
+    cfg = cfg or EvaluatorConfig()
+    plan = await asyncio.get_running_loop().run_in_executor(SIGNAL_THREAD, _plan, task, candidate, cfg, seed)
+    return await _run(task, candidate, plan, pool, cfg)
+
+
+def robustness_fields(runs: SandboxRuns) -> dict:
+    """Pure: the feedback fields of the differential and rename checks. A rename run the host
+    failed every time counts as not run, never as the candidate's failure."""
+    first = runs.tests[0]
+    checked = runs.adversarial_checked if runs.adversarial else 0
+    renamed = runs.renamed if runs.renamed is not None and not host_failure(runs.renamed) else None
+    return {
+        "adversarial_mismatches": int(runs.adversarial.tests_total - runs.adversarial.tests_passed) if checked else 0,
+        "adversarial_checked": int(checked),
+        "adversarial_skip_reason": "" if checked else runs.adversarial_skip_reason,
+        "rename_checked": renamed is not None,
+        "rename_passed": renamed.tests_passed == first.tests_passed if renamed is not None else None,
+    }
+
+
+async def _run(task: dict, candidate: str, plan: _Plan, pool: SandboxPool, cfg: EvaluatorConfig) -> SandboxRuns:
+    renamed = [plan.renamed] if plan.renamed is not None else []
+    (results, attempts), (adversarial, skip_reason, differential_attempts) = await asyncio.gather(
+        run_requests(pool, [*plan.tests, *renamed], cfg.environment_retries),
+        _differential(task, candidate, plan.differential, pool, cfg))
+    tests, rest = results[:len(plan.tests)], results[len(plan.tests):]
+    return SandboxRuns(tests, adversarial, adversarial.tests_total if adversarial else 0,
+                       rest[0] if rest else None, skip_reason, max(attempts, differential_attempts))
 
 
 # The signals (libcst, black, flake8, hypothesis draws) take up to a second of CPU per
@@ -157,11 +206,9 @@ async def aevaluate_rollout(task: dict, rollout: dict, pool: SandboxPool, cfg: E
     candidate = (candidate_code(rollout["completion_text"], task["buggy_code"]) if cfg.carry_task_imports
                  else extract_code(rollout["completion_text"]))
     loop = asyncio.get_running_loop()
-    requests, n_adv, renamed = await loop.run_in_executor(
-        SIGNAL_THREAD, _requests, task, candidate, cfg, rollout.get("sampling_seed", 0))
+    plan = await loop.run_in_executor(SIGNAL_THREAD, _plan, task, candidate, cfg, rollout.get("sampling_seed", 0))
     try:
-        results, attempts = await run_requests(pool, requests, cfg.environment_retries)
-        runs, error = _split(results, cfg.repeats, n_adv, renamed, attempts), ""
+        runs, error = await _run(task, candidate, plan, pool, cfg), ""
     except Exception as exc:  # the evaluator itself broke: say so in the stream, do not stall it
         log.exception("evaluation of %s failed", rollout.get("rollout_id"))
         runs, error = None, f"{type(exc).__name__}: {exc}"
@@ -200,11 +247,6 @@ def build_feedback(task: dict, rollout: dict, candidate: str, runs: SandboxRuns 
     # a hidden-test run the host failed every time: the outcome is not the candidate's
     environment_failure = any(host_failure(r) for r in runs.tests)
     fractions = [r.pass_fraction for r in runs.tests]
-    # an auxiliary check the host failed every time counts as not run, never as the candidate's
-    adversarial = runs.adversarial if runs.adversarial is not None and not host_failure(runs.adversarial) else None
-    renamed = runs.renamed if runs.renamed is not None and not host_failure(runs.renamed) else None
-    adv_checked = runs.adversarial_checked if adversarial else 0
-    adv_mismatch = (adversarial.tests_total - adversarial.tests_passed) if adv_checked else 0
     measured = cfg.exec_coverage and not code_signals["exec_tracer_use"]
     coverage = line_coverage(executable_lines(candidate), first.outcomes) if measured else 0.0
     return build_record(
@@ -217,8 +259,7 @@ def build_feedback(task: dict, rollout: dict, candidate: str, runs: SandboxRuns 
         error_kind=first.error_kind.value, error_message=first.error_message[:2000],
         runtime_ms=float(sum(r.runtime_ms for r in runs.tests) / len(runs.tests)),
         fixed_pattern=classify_fix(buggy, candidate, cfg.signals) if passed_all else "",
-        adversarial_mismatches=int(adv_mismatch), adversarial_checked=int(adv_checked),
-        rename_passed=renamed.tests_passed == first.tests_passed if renamed is not None else None,
+        **robustness_fields(runs),
         environment_failure=environment_failure, evaluation_attempts=runs.attempts,
         flaky=not environment_failure and is_flaky(fractions, cfg.signals.flaky_tolerance),
         exec_line_coverage=float(coverage),

@@ -87,7 +87,18 @@ class SignalConfig(BaseModel):
     )
 
     # --- adversarial inputs ---
-    large_int: int = Field(10_000, gt=1, description="The 'large' boundary integer.")
+    large_int: int = Field(
+        10_000, gt=1, description="Numbers are never drawn beyond +-this (and fill in when the tests show none)."
+    )
     max_collection_size: int = Field(
-        8, ge=1, description="Longest random list/str/dict drawn."
+        8,
+        ge=1,
+        description="Longest random list/str/dict drawn, unless a test's own is longer "
+        "(then that length is the cap).",
+    )
+    input_widening: float = Field(
+        0.5,
+        ge=0.0,
+        description="Random inputs come from the tests' ranges (numbers, lengths) grown by this "
+        "share of their span on each side, never across the sign the tests keep.",
     )

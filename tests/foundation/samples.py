@@ -21,7 +21,7 @@ SAMPLES = {
                  "adversarial_checked": 0, "rename_passed": None, "prompt_token_ids": [1], "completion_token_ids": [2],
                  "behaviour_logprobs": [-0.25], "finish_reason": "stop", "completion_text": "x",
                  "rename_checked": False, "exec_line_coverage": 0.75, "exec_tracer_use": False,
-                 "environment_failure": False, "evaluation_attempts": 2, "flaky": True},
+                 "environment_failure": False, "evaluation_attempts": 2, "flaky": True, "adversarial_skip_reason": "nondeterministic_reference"},
     "Advantage": {"config_id": "abc123", "rollout_id": "r1", "feedback_event_id": "f1", "group_id": "g1",
                   "task_id": "t1", "bug_pattern": "operator_swap", "sample_index": 0, "group_size": 4,
                   "group_members": 4, "group_complete": True, "policy_version": 3, "reward_raw": 0.5,
