@@ -148,15 +148,18 @@ async def asandbox_runs(task: dict, candidate: str, pool: SandboxPool, cfg: Eval
 
 
 def robustness_fields(runs: SandboxRuns) -> dict:
-    """Pure: the feedback fields of the differential and rename checks. A rename run the host
-    failed every time counts as not run, never as the candidate's failure."""
+    """Pure: the feedback fields of the differential and rename checks. A comparison or rename
+    run the host failed every time counts as not run, never as the candidate's failure."""
     first = runs.tests[0]
-    checked = runs.adversarial_checked if runs.adversarial else 0
+    adversarial = runs.adversarial if runs.adversarial is not None and not host_failure(runs.adversarial) else None
+    checked = runs.adversarial_checked if adversarial else 0
+    skip_reason = SKIP_HOST_FAILURE if runs.adversarial is not None and adversarial is None \
+        else runs.adversarial_skip_reason
     renamed = runs.renamed if runs.renamed is not None and not host_failure(runs.renamed) else None
     return {
-        "adversarial_mismatches": int(runs.adversarial.tests_total - runs.adversarial.tests_passed) if checked else 0,
+        "adversarial_mismatches": int(adversarial.tests_total - adversarial.tests_passed) if checked else 0,
         "adversarial_checked": int(checked),
-        "adversarial_skip_reason": "" if checked else runs.adversarial_skip_reason,
+        "adversarial_skip_reason": "" if checked else skip_reason,
         "rename_checked": renamed is not None,
         "rename_passed": renamed.tests_passed == first.tests_passed if renamed is not None else None,
     }

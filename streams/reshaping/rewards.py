@@ -18,6 +18,7 @@ from streams.reshaping.config import (
     WeightsConfig,
 )
 from streams.reshaping.stats import FailureHistory
+from streams.signals.robustness import reference_agreement, rename_outcome
 
 STYLE_CLASSES = ("clean", "autofix", "logical", "unparsable")
 
@@ -105,15 +106,10 @@ def r_hack(hack_flags: Iterable[str], cfg: RewardsConfig) -> float:
 def robustness_checks(fb: Mapping[str, Any]) -> dict[str, float]:
     """The outcome in [0, 1] of each robustness check that ran, by name: ``reference``, the
     share of random inputs where candidate and reference agree; ``rename``, 1 if the renamed
-    variant passed as many hidden tests as the original, else 0. Records written before
-    ``rename_checked`` existed say the rename ran by a non-null ``rename_passed``."""
-    checks = {}
-    checked = fb.get("adversarial_checked", 0)
-    if checked > 0:
-        checks["reference"] = 1.0 - min(fb.get("adversarial_mismatches", 0), checked) / checked
-    if fb.get("rename_checked") or fb.get("rename_passed") is not None:
-        checks["rename"] = 1.0 if fb.get("rename_passed") else 0.0
-    return checks
+    variant passed as many hidden tests as the original, else 0 (streams/signals/robustness.py
+    reads both from the record)."""
+    readings = {"reference": reference_agreement(fb), "rename": rename_outcome(fb)}
+    return {name: value for name, value in readings.items() if value is not None}
 
 
 def r_robust(fb: Mapping[str, Any], fraction: float, cfg: RobustnessConfig) -> float:

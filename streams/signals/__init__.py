@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "random_inputs": "adversarial",
     "RenamedProgram": "renaming", "rename_entry_point": "renaming", "rename_program": "renaming",
-    "EvaluatorVerdicts": "robustness", "evaluator_verdicts": "robustness", "robustness_score": "robustness",
+    "reference_agreement": "robustness", "rename_outcome": "robustness",
     "BUG_PATTERNS": "bug_patterns", "NO_CHANGE": "bug_patterns", "classify_fix": "bug_patterns",
     "SignalConfig": "config",
     "SignalInputError": "errors",
@@ -34,13 +34,13 @@ __all__ = [
     "SignalInputError", "StyleReport", "TreeDistance", "VisibleCall", "check_style", "classify_fix",
     "cyclomatic_complexity", "detect_hacks", "detect_hardcoded", "parse_visible_tests", "random_inputs",
     "rename_entry_point", "tree_edit_distance", "executable_lines", "line_coverage", "uses_tracer",
-    "EvaluatorVerdicts", "RenamedProgram", "evaluator_verdicts", "rename_program", "robustness_score",
+    "RenamedProgram", "reference_agreement", "rename_outcome", "rename_program",
 ]
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from streams.signals.adversarial import random_inputs
     from streams.signals.renaming import RenamedProgram, rename_entry_point, rename_program
-    from streams.signals.robustness import EvaluatorVerdicts, evaluator_verdicts, robustness_score
+    from streams.signals.robustness import reference_agreement, rename_outcome
     from streams.signals.bug_patterns import BUG_PATTERNS, NO_CHANGE, classify_fix
     from streams.signals.config import SignalConfig
     from streams.signals.errors import SignalInputError

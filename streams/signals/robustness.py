@@ -1,12 +1,8 @@
 """How far a candidate's success holds beyond the hidden tests, read from its feedback record.
 
-Pure functions of one feedback record (schemas/feedback.avsc) for the reshaping:
-
-- `robustness_score`: one number in [0, 1] for the `robust` reward component;
-- `evaluator_verdicts`: the three evaluators' verdicts side by side (hidden tests,
-  reference comparison, renamed variant) for an ensemble (mean, min, vote).
-
-The two checks behind them:
+Pure readings of one feedback record (schemas/feedback.avsc); the reshaping turns them into
+the `robust` reward component or an ensemble of evaluators (streams/reshaping/rewards.py).
+The two checks:
 - reference agreement = 1 - adversarial_mismatches / adversarial_checked: the share of
   random inputs (from the tests' domain, inputs the reference rejects left out) on which the
   candidate returns what the reference returns. Unknown when nothing was compared
@@ -19,7 +15,7 @@ The two checks behind them:
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+from typing import Mapping
 
 
 def reference_agreement(feedback: Mapping) -> float | None:
@@ -33,53 +29,9 @@ def reference_agreement(feedback: Mapping) -> float | None:
 
 def rename_outcome(feedback: Mapping) -> float | None:
     """1.0 if the renamed variant scored as the original, 0.0 if not, None if not checked.
-    Records from before `rename_checked` existed count as checked when `rename_passed` is set."""
+    Records from before `rename_checked` existed (decoded with its default, false) count as
+    checked when `rename_passed` is set; the evaluator sets one only with the other."""
     passed = feedback.get("rename_passed")
-    if passed is None or not (feedback.get("rename_checked", True)):
+    if not feedback.get("rename_checked") and passed is None:
         return None
     return 1.0 if passed else 0.0
-
-
-def hidden_pass_fraction(feedback: Mapping) -> float:
-    """Share of the hidden tests passed in the first run (`tests_passed / tests_total`)."""
-    total = int(feedback.get("tests_total", 0))
-    return int(feedback.get("tests_passed", 0)) / total if total > 0 else 0.0
-
-
-def robustness_score(feedback: Mapping, no_evidence: float = 0.0) -> float:
-    """The mean of the reference agreement and the rename outcome, over those known.
-
-    Both weigh the same: each is one independent way a candidate's tests can mislead (keyed
-    on the tests' inputs, keyed on names). With neither known the score is `no_evidence`
-    (0.0: a candidate that could not be checked earns no robustness; a task-wide gap, such as
-    a nondeterministic reference, is the same for a whole group and cancels in its
-    normalisation, while an unparsable candidate, never renamed, gets nothing).
-    """
-    known = [v for v in (reference_agreement(feedback), rename_outcome(feedback)) if v is not None]
-    return sum(known) / len(known) if known else no_evidence
-
-
-class EvaluatorVerdicts(NamedTuple):
-    """Each evaluator's pass fraction in [0, 1]; None where that evaluator did not run.
-
-    hidden_tests: the hidden tests' pass fraction.
-    reference_agreement: share of random inputs agreeing with the reference.
-    renamed_pass: the renamed variant's pass fraction: the hidden tests' fraction when the
-        rename changed nothing, 0.0 when it changed the outcome (the record keeps only
-        whether it changed, so a changed outcome counts as failing, the cautious reading).
-    """
-
-    hidden_tests: float
-    reference_agreement: float | None
-    renamed_pass: float | None
-
-
-def evaluator_verdicts(feedback: Mapping) -> EvaluatorVerdicts:
-    """The three evaluators' verdicts on one candidate, for an ensemble over the known ones."""
-    hidden = hidden_pass_fraction(feedback)
-    renamed = rename_outcome(feedback)
-    return EvaluatorVerdicts(
-        hidden_tests=hidden,
-        reference_agreement=reference_agreement(feedback),
-        renamed_pass=None if renamed is None else hidden * renamed,
-    )
