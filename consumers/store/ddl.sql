@@ -123,6 +123,8 @@ CREATE TABLE IF NOT EXISTS feedback
     behaviour_logprobs      Array(Float32),
     finish_reason           LowCardinality(String),
     completion_text         String,
+    environment_failure     Bool,
+    evaluation_attempts     Int32,
     _topic                  LowCardinality(String) DEFAULT '',
     _partition              Int32 DEFAULT -1,
     _offset                 Int64 DEFAULT -1,
