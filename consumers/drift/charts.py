@@ -59,6 +59,10 @@ CHARTS: dict[str, ChartSpec] = {
         "bars", "Reshaping configs on the same rollouts", "config_id",
         ("advantage_mean", "advantage_std", "zero_group_share", "corr_advantage_raw"), "statistic", "value",
     ),
+    "excluded_by_version": ChartSpec(
+        "lines", "Rollouts and groups left out of the comparison by policy version", "policy_version",
+        ("excluded_share", "uncompared_group_share"), "policy version", "share",
+    ),
     "learner_health": ChartSpec(
         "panels", "Learner health by step", "step",
         ("kl_ref", "is_truncated_share", "is_masked_share", "clip_low_frac", "clip_high_frac", "lag_mean",

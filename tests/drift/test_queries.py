@@ -157,3 +157,18 @@ def test_learner_health(history, tmp_path):
     step1 = every.as_dicts()[1]
     assert (step1["metric_rows"], step1["grad_norm"]) == (2, 6.0)
     assert step1["kl_ref"] == pytest.approx(0.02)  # the tuned row has no kl_ref: ignored, not 0
+
+
+def test_excluded_by_version(history, tmp_path):
+    report = run(history, "excluded_by_version", tmp_path, config="governed")
+    assert column(report, "policy_version") == [0, 1, 2, 3]
+    assert column(report, "environment_failures") == [0, 1, 3, 0]  # feedback, written twice, counted once
+    assert column(report, "rollouts") == [8, 8, 8, 8]
+    # version 1: the failure alone; version 2: three failures leave one member, so all four
+    assert column(report, "excluded") == [0, 1, 4, 0]
+    assert column(report, "excluded_share") == [0.0, 1 / 8, 0.5, 0.0]
+    assert column(report, "groups") == [2, 2, 2, 2]
+    assert column(report, "uncompared_groups") == [0, 0, 1, 0]
+    assert column(report, "uncompared_group_share") == [0.0, 0.0, 0.5, 0.0]
+    base = run(history, "excluded_by_version", tmp_path, config="base")
+    assert column(base, "excluded") == [0, 0, 0, 0] and column(base, "environment_failures") == [0, 1, 3, 0]
