@@ -3,7 +3,8 @@
 A record is a mapping with the fields of ``schemas/advantage.avsc`` (the learner reads
 ``group_id``, ``sample_index``, ``group_members``, ``prompt_token_ids``,
 ``completion_token_ids``, ``behaviour_logprobs``, ``advantage``, ``policy_version``,
-``finish_reason``).
+``finish_reason``, ``reward_enhanced`` and ``excluded``). A record with ``excluded`` true
+(left out of its group's comparison by the reshaping, advantage 0) is never trained on.
 
 Row layout: ``prompt + completion``, right-padded to the longest row of the micro-batch.
 Completion-aligned tensors (``[B, T]``) hold column ``j`` = the ``j``-th completion token.
@@ -192,10 +193,11 @@ def plan_step(
     max_groups: int | None = None,
     pad_token_id: int = 0,
 ) -> StepBatch:
-    """Drop stale samples, group, pack under the token budget and collate one step's batch."""
+    """Drop excluded and stale samples, group, pack under the token budget and collate one
+    step's batch."""
     for r in records:
         validate(r)
-    fresh, dropped, lags = split_stale(records, learner_version, max_policy_lag)
+    fresh, dropped, lags = split_stale(comparable(records), learner_version, max_policy_lag)
     groups = group_by_id(fresh)
     if max_groups is not None and len(groups) > max_groups:
         raise BatchError(
@@ -215,23 +217,40 @@ def plan_step(
     )
 
 
-def uniform_advantages(group: list[Record], tolerance: float = 1e-9) -> bool:
-    """True when every member of the group has the same advantage (zero variance)."""
-    advantages = [float(r["advantage"]) for r in group]
-    return max(advantages) - min(advantages) <= tolerance
+def comparable(records: Iterable[Record]) -> list[Record]:
+    """The records the reshaping compared: those without ``excluded`` (absent means compared)."""
+    return [r for r in records if not r.get("excluded", False)]
+
+
+def no_comparison_signal(group: Sequence[Record], tolerance: float = 1e-9) -> bool:
+    """True when every compared member has the same reward before normalisation
+    (``reward_enhanced``): the group says nothing about which completion is better, as the
+    groups DAPO's dynamic sampling drops. The advantage is not the test: under a warm-up
+    scale a uniform group gets equal but non-zero advantages, and a reward that separates
+    all-fail members (layered tiers, style, hack costs) gives a group with signal although
+    every member failed."""
+    rewards = [float(r["reward_enhanced"]) for r in comparable(group)]
+    return max(rewards) - min(rewards) <= tolerance
 
 
 class GroupAccumulator:
     """Collects streamed records until ``groups_per_step`` groups are complete.
 
     A group is complete when it holds ``group_members`` records (the members it had when
-    the reshaper emitted it; ``group_size`` when that field is absent). ``add`` returns
-    the records of one step once enough groups are complete, else None.
+    the reshaper emitted it; ``group_size`` when that field is absent), excluded ones
+    included. Its excluded records are then set aside: they are never trained on, and a
+    group left with no compared record does not count towards a step. ``add`` returns the
+    records of one step once enough groups are complete, else None.
 
-    With ``drop_uniform_groups`` (dynamic sampling, as in DAPO) a complete group whose
-    advantages are all equal is dropped instead: it has zero advantage variance, so its
-    policy gradient is zero and it would only dilute the step. ``dropped_groups`` counts
-    them; a step still holds ``groups_per_step`` groups, the generator samples more.
+    With ``drop_uniform_groups`` (dynamic sampling, as in DAPO) a complete group with no
+    comparison signal (``no_comparison_signal``) is dropped instead of trained on.
+
+    ``dropped_groups`` counts every complete group that does not count towards a step,
+    wholly excluded or dropped as uniform (``excluded_groups`` and ``uniform_groups`` say
+    which). The service announces it to the generator, whose pacing then samples one
+    replacement each: without that, the learner would wait for groups the generator is
+    not allowed to produce and the run would stall. The service keeps ``dropped_groups``
+    in its checkpoints; the two parts count since this process started.
     """
 
     def __init__(self, groups_per_step: int, drop_uniform_groups: bool = False) -> None:
@@ -240,6 +259,8 @@ class GroupAccumulator:
         self.groups_per_step = groups_per_step
         self.drop_uniform_groups = drop_uniform_groups
         self.dropped_groups = 0  # restored from a checkpoint by the service
+        self.excluded_groups = 0
+        self.uniform_groups = 0
         self._open: dict[str, list[Record]] = {}
         self._complete: list[list[Record]] = []
 
@@ -252,8 +273,14 @@ class GroupAccumulator:
         members = self._open.setdefault(record["group_id"], [])
         members.append(record)
         if len(members) >= self._expected(record):
+            # kept whole (excluded records too) until released: ``pending`` must give back
+            # groups that ``add`` completes again after a restart
             group = self._open.pop(record["group_id"])
-            if self.drop_uniform_groups and uniform_advantages(group):
+            if not comparable(group):
+                self.excluded_groups += 1
+                self.dropped_groups += 1
+            elif self.drop_uniform_groups and no_comparison_signal(group):
+                self.uniform_groups += 1
                 self.dropped_groups += 1
             else:
                 self._complete.append(group)
@@ -263,7 +290,7 @@ class GroupAccumulator:
             self._complete[: self.groups_per_step],
             self._complete[self.groups_per_step :],
         )
-        return [r for g in ready for r in g]
+        return [r for g in ready for r in comparable(g)]
 
     def pending(self) -> list[Record]:
         """Records held back (open groups, then complete ones not yet released), e.g. to

@@ -180,8 +180,10 @@ class LearnerConfig(BaseModel):
     )
     drop_uniform_groups: bool = Field(
         False,
-        description="Dynamic sampling (DAPO): groups whose advantages are all equal (zero variance, "
-        "zero gradient) are not trained on; the generator samples more to keep each step full.",
+        description="Dynamic sampling (DAPO): groups with no comparison signal -- every compared member's "
+        "reward before normalisation (reward_enhanced) equal -- are not trained on, under every reshaping "
+        "config (a reward that separates all-fail members keeps its group); the generator samples more to "
+        "keep each step full.",
     )
     micro_batch_tokens: int = Field(
         8192,

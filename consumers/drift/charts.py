@@ -63,6 +63,10 @@ CHARTS: dict[str, ChartSpec] = {
         "lines", "Environment failures and flaky candidates by policy version", "policy_version",
         ("environment_failure_rate", "flaky_rate"), "policy version", "share of feedback rows",
     ),
+    "excluded_by_version": ChartSpec(
+        "lines", "Rollouts and groups left out of the comparison by policy version", "policy_version",
+        ("excluded_share", "uncompared_group_share"), "policy version", "share",
+    ),
     "learner_health": ChartSpec(
         "panels", "Learner health by step", "step",
         ("kl_ref", "kl_coef", "is_truncated_share", "is_masked_share", "clip_low_frac", "clip_high_frac", "lag_mean",

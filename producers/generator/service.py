@@ -117,9 +117,11 @@ def admission(
     feeding one learner each take a share of G (`groups_per_step`), and a restarted
     generator starts counting again from zero.
 
-    Dynamic sampling: a group the learner dropped (all advantages equal) is not trained on,
-    so each of the `dropped_groups` it reported moves the bound up by one: the generator
-    samples a replacement at once, and the learner's steps stay full.
+    Dropped groups: a group the learner does not train on -- no comparison signal under
+    dynamic sampling, or every record excluded by the reshaping (environment failures, too
+    few comparable members) -- does not fill its steps, so each of the `dropped_groups` it
+    reported moves the bound up by one: the generator samples a replacement at once, and
+    the learner's steps stay full instead of waiting for groups pacing would never allow.
 
     Back-pressure: at most `max_inflight_groups` groups generated but not yet scored.
     """
@@ -192,8 +194,10 @@ class LearnerFeed(FollowedFeed):
             if record["version"] > self.latest_version:
                 self.latest_version, self.latest_location = int(record["version"]), record["location"]
         elif topic == self.scored_topic and payload == "Advantage":
+            # an excluded record still says its group was scored: it is no longer in flight
             self.scored_groups.add(record["group_id"])
-            self.task_rates.add(record["rollout_id"], record["task_id"], record["reward_raw"] >= 1.0)
+            if not record.get("excluded", False):  # an environment failure is not the task's outcome
+                self.task_rates.add(record["rollout_id"], record["task_id"], record["reward_raw"] >= 1.0)
         elif (topic == self.metrics_topic and payload == "Metric" and record["source"] == DROPPED_SOURCE
               and record.get("config_id", "") == self.config_id):
             self.dropped_groups = max(self.dropped_groups, int(record["values"].get(DROPPED_METRIC, 0)))

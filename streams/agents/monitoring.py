@@ -1,5 +1,9 @@
 """Window statistics of the reshaping: raw vs reshaped reward, zero-variance groups, hacks,
-environment failures.
+rollouts left out of their group's comparison.
+
+Rewards, advantages, variances and success rates are over the compared records only: an
+excluded record (an environment failure, or a group too small to compare) says nothing
+about the policy, and its advantage 0 is not one the learner trains on.
 
 ``WindowStats`` is a plain sum of per-group contributions, so windows merge by addition
 (the Faust windowed tables use ``merge`` as their operator) and a window's metrics are
@@ -32,8 +36,8 @@ class WindowStats:
     zero_variance_raw: int = 0
     zero_variance_reshaped: int = 0
     hacked: int = 0
-    # rollouts left out of their group because the host failed their evaluation (`excluded`)
-    environment_failures: int = 0
+    excluded: int = 0  # records emitted with excluded true
+    excluded_groups: int = 0  # groups none of whose records was compared
     # per bug pattern: rollouts and full successes (all tests passed); the generator's
     # curriculum reads the resulting success_rate/<pattern> values from `metrics`
     pattern_rollouts: dict[str, int] = field(default_factory=dict)
@@ -42,12 +46,16 @@ class WindowStats:
     @classmethod
     def of_group(cls, advantages: list[dict[str, Any]]) -> WindowStats:
         """The contribution of one emitted group (its advantage records)."""
-        raw = [a["reward_raw"] for a in advantages]
-        reshaped = [a["reward_enhanced"] for a in advantages]
-        adv = [a["advantage"] for a in advantages]
+        compared = [a for a in advantages if not a.get("excluded", False)]
+        hacked = sum(1 for a in advantages if a.get("hack_flags"))
+        if not compared:
+            return cls(rollouts=len(advantages), groups=1, hacked=hacked, excluded=len(advantages), excluded_groups=1)
+        raw = [a["reward_raw"] for a in compared]
+        reshaped = [a["reward_enhanced"] for a in compared]
+        adv = [a["advantage"] for a in compared]
         rollouts: dict[str, int] = {}  # per pattern, in order of first appearance (as a Counter, built faster)
         successes: dict[str, int] = {}
-        for a in advantages:
+        for a in compared:
             pattern = a["bug_pattern"]
             rollouts[pattern] = rollouts.get(pattern, 0) + 1
             if a["reward_raw"] >= 1.0:
@@ -63,8 +71,8 @@ class WindowStats:
             advantage_sumsq=sum(x * x for x in adv),
             zero_variance_raw=int(_spread(raw) <= ZERO_SPREAD),
             zero_variance_reshaped=int(_spread(adv) <= ZERO_SPREAD),
-            hacked=sum(1 for a in advantages if a.get("hack_flags")),
-            environment_failures=sum(1 for a in advantages if a.get("excluded")),
+            hacked=hacked,
+            excluded=len(advantages) - len(compared),
             pattern_rollouts=rollouts,
             pattern_successes=successes,
         )
@@ -83,14 +91,17 @@ class WindowStats:
             zero_variance_raw=self.zero_variance_raw + other.zero_variance_raw,
             zero_variance_reshaped=self.zero_variance_reshaped + other.zero_variance_reshaped,
             hacked=self.hacked + other.hacked,
-            environment_failures=self.environment_failures + other.environment_failures,
+            excluded=self.excluded + other.excluded,
+            excluded_groups=self.excluded_groups + other.excluded_groups,
             pattern_rollouts=_add_counts(self.pattern_rollouts, other.pattern_rollouts),
             pattern_successes=_add_counts(self.pattern_successes, other.pattern_successes),
         )
 
     def values(self) -> dict[str, float]:
         """The metric values of the window (the ``values`` map of a Metric record)."""
-        n, g = max(self.rollouts, 1), max(self.groups, 1)
+        # means over the compared records and groups; rates of hacks and exclusions over all
+        n, g = max(self.rollouts - self.excluded, 1), max(self.groups - self.excluded_groups, 1)
+        every = max(self.rollouts, 1)
 
         def mean_var(s: float, ss: float) -> tuple[float, float]:
             # sums of squares are fine here: rewards and advantages are bounded and O(1)
@@ -111,8 +122,10 @@ class WindowStats:
             "advantage_var": adv_v,
             "zero_variance_share_raw": self.zero_variance_raw / g,
             "zero_variance_share_reshaped": self.zero_variance_reshaped / g,
-            "hack_flag_rate": self.hacked / n,
-            "environment_failures": float(self.environment_failures),
+            "hack_flag_rate": self.hacked / every,
+            "excluded_rollouts": float(self.excluded),
+            "excluded_groups": float(self.excluded_groups),
+            "excluded_share": self.excluded / every,
             **{f"success_rate/{p}": self.pattern_successes.get(p, 0) / k for p, k in self.pattern_rollouts.items()},
         }
 

@@ -2,9 +2,10 @@
 
 ``PartitionReshaper`` is the pure heart of the reshape agent and of the replay tool: a
 feedback record (with its offset and log time) in; advantage records, metric records and
-rejected records out. Its whole state (group buffer, ``ReshapeState``, the open metrics
-window, the last applied offset) is one JSON-able dict, stored under one table key per
-partition, so the state and the offset it covers are always written together.
+rejected records out. Its whole state (group buffer, ``ReshapeState``, the batch of
+normalisation mode ``batch`` still filling, the open metrics window, the last applied
+offset) is one JSON-able dict, stored under one table key per partition, so the state and
+the offset it covers are always written together.
 
 Why state per partition: a GRPO group lives on one partition, and the order of groups
 *within* a partition is fixed by the log, so per-partition global statistics (running
@@ -20,11 +21,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from schemas.records import build_record
+from streams.agents.batches import BatchBuffer
 from streams.agents.grouping import GroupBuffer, ReadyGroup
 from streams.agents.monitoring import WindowStats
 from streams.reshaping.config import ReshapingConfig
 from streams.reshaping.errors import ReshapingError
-from streams.reshaping.pipeline import ReshapeState, reshape_group, validate_feedback
+from streams.reshaping.pipeline import ReshapeState, ScoredGroup, normalise_groups, score_group, validate_feedback
 
 if TYPE_CHECKING:
     from streams.settings import StreamSettings
@@ -61,10 +63,16 @@ class PartitionReshaper:
     partition: int
     buffer: GroupBuffer
     state: ReshapeState = field(default_factory=ReshapeState)
+    batches: BatchBuffer | None = None  # mode batch: the batch still filling (None: built from cfg)
     metrics_window_ms: int = 60_000
     window_start_ms: int = -1  # start of the open metrics window, -1 before the first group
     window: WindowStats = field(default_factory=WindowStats)
     applied_offset: int = -1  # highest feedback offset already taken in
+
+    def __post_init__(self) -> None:
+        if self.batches is None:
+            norm = self.cfg.normalisation
+            self.batches = BatchBuffer(size=norm.batch_groups, deadline_ms=norm.batch_deadline_ms)
 
     # ------------------------------------------------------------ steps
 
@@ -102,8 +110,11 @@ class PartitionReshaper:
         return self._reshape(self.buffer.advance(now_ms))
 
     def drain(self) -> Output:
-        """Release all pending groups and close the metrics window (end of a bounded replay)."""
+        """Release all pending groups and the batch still filling, and close the metrics window
+        (end of a bounded replay)."""
         out = self._reshape(self.buffer.drain())
+        for batch in self.batches.drain():
+            self._emit(batch, out)
         out.metrics += self._close_window()
         return out
 
@@ -111,22 +122,34 @@ class PartitionReshaper:
 
     def _reshape(self, ready: list[ReadyGroup], out: Output | None = None) -> Output:
         out = Output() if out is None else out
+        clock = self.buffer.clock_ms  # the partition's log time: it alone times the batches
+        for batch in self.batches.advance(clock):
+            self._emit(batch, out)
         for group in ready:
             try:
                 # every member passed validate_feedback in on_feedback before it was buffered
-                records, self.state = reshape_group(group.members, self.state, self.cfg, step=self.state.groups,
-                                                    members_valid=True)
+                scored, self.state = score_group(group.members, self.state, self.cfg, step=self.state.groups,
+                                                 members_valid=True)
             except ReshapingError as exc:  # a group the core refuses (mixed sizes...): dead letters
                 out.rejected += [(m, exc) for m in group.members]
                 continue
-            event_ms = max(m["created_at_ms"] for m in group.members)
-            for rec, fb in zip(records, group.members):
+            if self.cfg.normalisation.mode == "batch" and scored.compared:
+                for batch in self.batches.add(scored, clock):
+                    self._emit(batch, out)
+            else:  # normalised alone; a group without comparison has nothing to wait for
+                self._emit([scored], out)
+        return out
+
+    def _emit(self, groups: list[ScoredGroup], out: Output) -> None:
+        """Normalise groups (one, or one batch) and add their records and metrics to ``out``."""
+        records_of, self.state = normalise_groups(groups, self.state, self.cfg)
+        for group, records in zip(groups, records_of):
+            for rec, fb in zip(records, group.feedbacks):
                 rec["event_id"] = advantage_event_id(self.cfg.config_id, rec["rollout_id"])
                 rec["created_at_ms"] = fb["created_at_ms"]
-            out.metrics += self._account(records, event_ms)
+            out.metrics += self._account(records, max(fb["created_at_ms"] for fb in group.feedbacks))
             out.advantages += records
             out.groups.append(records)
-        return out
 
     def _account(self, records: list[dict[str, Any]], event_ms: int) -> list[dict[str, Any]]:
         """Add a group to the tumbling metrics window of its event time; close the window first
@@ -162,6 +185,7 @@ class PartitionReshaper:
             "partition": self.partition,
             "buffer": self.buffer.to_dict(),
             "state": self.state.to_dict(),
+            "batches": self.batches.to_dict(),
             "metrics_window_ms": self.metrics_window_ms,
             "window_start_ms": self.window_start_ms,
             "window": self.window.to_dict(),
@@ -177,6 +201,7 @@ class PartitionReshaper:
             partition=int(data["partition"]),
             buffer=GroupBuffer.from_dict(data["buffer"]),
             state=ReshapeState.from_dict(data["state"]),
+            batches=BatchBuffer.from_dict(data["batches"]) if "batches" in data else None,
             metrics_window_ms=int(data["metrics_window_ms"]),
             window_start_ms=int(data["window_start_ms"]),
             window=WindowStats.from_dict(data["window"]),

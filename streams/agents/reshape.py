@@ -4,7 +4,8 @@ Faust's consumer, topics and tables.
 Tables it owns:
 - ``reshape-state`` (key: the partition number): the whole ``PartitionReshaper`` of that
   feedback partition -- group buffer, ``ReshapeState`` (running statistics, EMA baseline,
-  pattern failure history), open metrics window, last applied feedback offset -- as one
+  pattern failure history), the normalisation batch still filling, open metrics window,
+  last applied feedback offset -- as one
   value, so the state and the offset it covers are always written together. Its changelog
   partition is the feedback partition, so the worker that owns feedback partition p also
   recovers state p.

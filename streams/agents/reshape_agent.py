@@ -23,11 +23,12 @@ A + 1 rather than skip anything. Reshaping from S is exactly what happened the f
 (the advantages are a pure function of S and the log), so an advantage is at most
 re-emitted, with the same event id and the same values.
 
-Group timeouts use log time. Clock ticks (records of the ticks topic, co-partitioned with
-feedback) advance a partition's clock to ``tick time - late_grace_ms`` only when every
-feedback record of that partition already written has been taken in. A backlog (a
-restart, a slow worker) therefore never times out a group whose missing members are
-already in the log, and a replay of the log takes the same decisions.
+Group timeouts and the deadlines of normalisation batches use log time. Clock ticks
+(records of the ticks topic, co-partitioned with feedback) advance a partition's clock to
+``tick time - late_grace_ms`` only when every feedback record of that partition already
+written has been taken in. A backlog (a restart, a slow worker) therefore never times out
+a group whose missing members are already in the log (nor closes a batch a logged group
+still belongs to), and a replay of the log takes the same decisions.
 """
 
 from __future__ import annotations

@@ -5,12 +5,17 @@ Order of operations, for every reward R of the group:
 1. **normalise** — ``z = (R - centre) / (scale + eps)``:
    - mode ``group``: centre, scale = the group's mean and population std; this *is* the
      GRPO group advantage ``A_i = (R_i - mean_g) / std_g`` (``eps`` keeps std 0 finite);
-   - mode ``batch``: the stream-wide running mean and std (this group included);
+   - mode ``batch``: the mean and population std of the rewards of one batch of groups,
+     ``(R - mu_batch) / (sigma_batch + eps)`` (which groups form a batch is decided by the
+     partition reshaper, ``streams/agents/batches.py``);
+   - mode ``running``: the partition's running mean and std of every reward seen (this
+     group included);
    - mode ``none``: ``z = R - centre`` with centre 0, no scaling.
-   *Warm-up* (modes group and batch): while the mode's std is below ``warmup_min_std`` or
-   fewer than ``warmup_min_count`` rewards were seen, the slow global mean/std
-   (``warmup_mode: global``) or the mode's centre over ``fixed_scale`` (``fixed``) is used.
-   ``relative_to_baseline`` replaces the centre by the EMA baseline, whatever the mode.
+   *Warm-up* replaces centre and scale by the slow global mean/std (``warmup_mode:
+   global``) or divides the mode's centred reward by ``fixed_scale`` (``fixed``); when it
+   applies depends on the mode (``NormalisationConfig`` says it field by field; ``period``
+   below is the warm-up clock). ``relative_to_baseline`` replaces the centre by the EMA
+   baseline, whatever the mode.
 2. **amplify** ``z`` (none | tanh | power | sign_power);
 3. **focus**: the excess above ``positive_threshold`` is multiplied by ``positive_boost``
    and the excess below ``negative_threshold`` by ``negative_damp`` (piecewise linear,
@@ -51,29 +56,62 @@ class Normalised:
     group_std: float
 
 
-def normalise(
-    rewards: Sequence[float], global_stats: RunningStats, baseline: float, cfg: NormalisationConfig
-) -> Normalised:
-    """Step 1 above. ``global_stats`` and ``baseline`` must already include this group."""
-    group_mean, group_std = group_stats(rewards)
+def _in_warmup(scale: float, seen: int, period: int, cfg: NormalisationConfig) -> bool:
+    """Whether the mode's scale gives way to the warm-up one (``NormalisationConfig``)."""
+    young = seen < cfg.warmup_min_count
+    tiny = scale < cfg.warmup_min_std
+    if cfg.mode == "group":  # a uniform group after the first groups is an ordinary no-signal group
+        return young or (tiny and period <= cfg.warmup_batches)
+    if cfg.mode == "batch":
+        return young or tiny or period <= cfg.warmup_batches
+    return young or tiny
+
+
+def normalise_batch(
+    groups: Sequence[Sequence[float]],
+    global_stats: RunningStats,
+    baseline: float,
+    cfg: NormalisationConfig,
+    period: int = 1,
+) -> list[Normalised]:
+    """Step 1 for the rewards of several groups that share one centre and scale (mode
+    ``batch``: the groups of a batch; the other modes: one group). ``global_stats`` and
+    ``baseline`` must already include every group given. ``period`` is the warm-up clock:
+    the 1-based number of this group among the compared groups (mode group) or of this
+    batch among the batches (mode batch)."""
+    if cfg.mode != "batch" and len(groups) != 1:
+        raise ValueError(f"mode {cfg.mode} normalises one group at a time, got {len(groups)}")
+    per_group = [group_stats(rewards) for rewards in groups]
     warmup = False
     if cfg.mode == "none":
         centre, scale = 0.0, None
     else:
-        centre, scale = (group_mean, group_std) if cfg.mode == "group" else (global_stats.mean, global_stats.std)
-        warmup = scale < cfg.warmup_min_std or global_stats.count < cfg.warmup_min_count
+        if cfg.mode == "running":
+            centre, scale = global_stats.mean, global_stats.std
+        else:  # group (one group) or batch: the statistics of every reward given
+            centre, scale = group_stats([r for rewards in groups for r in rewards])
+        warmup = _in_warmup(scale, global_stats.count, period, cfg)
         if warmup and cfg.warmup_mode == "global":
             centre, scale = global_stats.mean, global_stats.std
         elif warmup:
             scale = cfg.fixed_scale
     if cfg.relative_to_baseline:
         centre = baseline
-    if scale is None:
-        values = tuple(r - centre for r in rewards)
-        scale = 1.0
-    else:
-        values = tuple((r - centre) / (scale + cfg.epsilon) for r in rewards)
-    return Normalised(values, warmup, centre, scale, group_mean, group_std)
+    out = []
+    for rewards, (group_mean, group_std) in zip(groups, per_group):
+        if scale is None:
+            values = tuple(r - centre for r in rewards)
+        else:
+            values = tuple((r - centre) / (scale + cfg.epsilon) for r in rewards)
+        out.append(Normalised(values, warmup, centre, 1.0 if scale is None else scale, group_mean, group_std))
+    return out
+
+
+def normalise(
+    rewards: Sequence[float], global_stats: RunningStats, baseline: float, cfg: NormalisationConfig, period: int = 1
+) -> Normalised:
+    """Step 1 for one group (in mode batch: a batch of this one group); as ``normalise_batch``."""
+    return normalise_batch([rewards], global_stats, baseline, cfg, period)[0]
 
 
 def amplify(z: float, cfg: TransformConfig) -> float:

@@ -52,13 +52,38 @@ class _Section(BaseModel):
 
 
 class NormalisationConfig(_Section):
-    """How the enhanced reward is centred and scaled (see ``advantages.normalise``)."""
+    """How the enhanced reward is centred and scaled (see ``advantages.normalise``).
 
-    mode: Literal["group", "batch", "none"] = Field(
+    Warm-up, by mode (a record's ``warmup`` says whether its group or batch used it):
+
+    - ``group``: while fewer than ``warmup_min_count`` rewards were seen, and, during the
+      first ``warmup_batches`` compared groups, while the group's std is below
+      ``warmup_min_std``. After that a group is always normalised by its own statistics, so
+      a uniform group gets advantage 0: it is a normal event at any time (all fail, all
+      pass) and carries no comparison signal.
+    - ``batch``: during the first ``warmup_batches`` batches, while fewer than
+      ``warmup_min_count`` rewards were seen, and whenever the batch's std is below
+      ``warmup_min_std`` (a batch of many groups with almost no spread is not normal after
+      the start, and dividing by it would blow the advantages up).
+    - ``running``: while the running std is below ``warmup_min_std`` or fewer than
+      ``warmup_min_count`` rewards were seen (``warmup_batches`` is not read).
+    """
+
+    mode: Literal["group", "batch", "running", "none"] = Field(
         "group",
         description="group: (R - mean_g)/(std_g + eps) over the GRPO group, i.e. the group advantage; "
-        "batch: (R - mean)/(std + eps) with the stream-wide running statistics (this group included), "
-        "the streaming stand-in for a batch since a worker sees one group at a time; none: R unscaled.",
+        "batch: (R - mean_b)/(std_b + eps) over the rewards of batch_groups consecutive groups of one "
+        "feedback partition; running: the partition's running mean/std of every reward seen (this group "
+        "included); none: R unscaled.",
+    )
+    batch_groups: int = Field(
+        4, ge=1, description="B, mode batch: groups of one partition normalised together (released on the B-th)."
+    )
+    batch_deadline_ms: int = Field(
+        120_000,
+        ge=0,
+        description="mode batch: a part-filled batch is released when the partition's log time passes this "
+        "many ms after its first group was ready (0: every group is its own batch).",
     )
     relative_to_baseline: bool = Field(
         False, description="centre on the EMA baseline instead of the mean of the mode (scale unchanged)."
@@ -69,14 +94,40 @@ class NormalisationConfig(_Section):
         description="scale used while warming up: global = the slow running mean/std of all rewards seen; "
         "fixed = the centre of the mode divided by fixed_scale.",
     )
+    warmup_batches: int = Field(
+        0,
+        ge=0,
+        description="warm-up period in batches (mode batch: always warm up during them) or in compared groups "
+        "(mode group: the std test applies during them only); 0: no such period.",
+    )
     warmup_min_std: float = Field(
-        0.05, ge=0.0, description="warm up while the mode's std is below this (0 disables the test)."
+        0.05, ge=0.0, description="warm up while the mode's std is below this (0 disables the test; see the modes)."
     )
     warmup_min_count: int = Field(
         64, ge=0, description="warm up while fewer rewards than this were seen, this group included (0 disables)."
     )
     fixed_scale: float = Field(1.0, gt=0.0, description="divisor of the fixed warm-up scale.")
     epsilon: float = Field(1e-6, gt=0.0, description="added to every std before dividing, so std 0 gives 0, not NaN.")
+
+
+class GovernanceConfig(_Section):
+    """Which members of a group are compared (failure-cause-aware rollout governance).
+
+    GRPO's group advantage compares samples of one prompt; a member whose outcome the host
+    caused (feedback ``environment_failure``) says nothing about the candidate, so it is
+    left out of the comparison and of every statistic (its record has ``excluded`` true and
+    advantage 0), and the others are compared as a smaller group.
+    """
+
+    exclude_environment_failures: bool = Field(
+        True, description="leave members with environment_failure out of their group's comparison."
+    )
+    min_comparable: int = Field(
+        2,
+        ge=1,
+        description="a group with fewer comparable members gives no advantage: every record of it is "
+        "emitted with excluded true (so consumers still see the group arrive) and no statistic moves.",
+    )
 
 
 # The reward's components, in the order they are summed and reported (the keys of the
@@ -302,6 +353,7 @@ class ReshapingConfig(_Section):
     robustness: RobustnessConfig = Field(default_factory=RobustnessConfig)
     exec: ExecConfig = Field(default_factory=ExecConfig)
     progress: ProgressConfig = Field(default_factory=ProgressConfig)
+    governance: GovernanceConfig = Field(default_factory=GovernanceConfig)
     transform: TransformConfig = Field(default_factory=TransformConfig)
 
     @model_validator(mode="after")

@@ -6,18 +6,29 @@ initial state reproduces the original advantage stream exactly. The members of a
 are processed in a canonical order (``sample_index``, then ``rollout_id``), so the result
 does not depend on the order they arrived in; records come back in the input order.
 
-Steps for one group:
+Steps for one group (``score_group``):
 
 1. validate every record (``InvalidFeedbackError`` names rollout and field);
-2. weights at the clock (the group's newest ``policy_version``, or ``step``);
-3. components per rollout; R_progress reads the failure history as it stood *before*
+2. governance: which members are comparable (``GovernanceConfig``); a member whose
+   feedback says ``environment_failure`` is left out of every statistic and of the
+   comparison, and the others are compared as a group of their own size. A group with
+   fewer than ``min_comparable`` comparable members is not compared at all: its records
+   are all emitted with ``excluded`` true and advantage 0 (emitted, not dropped: the
+   learner and the generator's pacing count the group as arrived, so a run never waits
+   for it), and no statistic moves;
+3. weights at the clock (the group's newest ``policy_version``, or ``step``);
+4. components per rollout; R_progress reads the failure history as it stood *before*
    this group, so every member that fixes a failing pattern gets the bonus (equal
    candidates get equal reward in a group-relative advantage);
-4. enhanced rewards; the global statistics and the EMA baseline take in this group;
-5. normalise, amplify, focus, clip (``advantages``);
-6. the group's outcomes enter the failure history, failures before fixes (the group is
-   one moment of the policy: if any member fixed the pattern, the pattern counts as fixed
-   as of this group).
+5. enhanced rewards; the global statistics and the EMA baseline take in this group's
+   comparable members;
+6. the comparable members' outcomes enter the failure history, failures before fixes (the
+   group is one moment of the policy: if any member fixed the pattern, the pattern counts
+   as fixed as of this group).
+
+Then ``normalise_groups``: normalise, amplify, focus, clip (``advantages``), one group at a
+time, or, in mode ``batch``, the groups of one batch together. ``reshape_group`` does both
+for one group.
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from schemas.records import build_record
-from streams.reshaping.advantages import normalise, transform
+from streams.reshaping.advantages import Normalised, normalise_batch, transform
 from streams.reshaping.config import COMPONENTS, ReshapingConfig
 from streams.reshaping.errors import InvalidFeedbackError, StateMismatchError
 from streams.reshaping.rewards import (
@@ -68,7 +79,9 @@ class ReshapeState:
     """
 
     config_id: str = ""
-    groups: int = 0
+    groups: int = 0  # groups scored, compared or not (the ``step`` clock of the stream)
+    compared: int = 0  # groups compared: the warm-up clock of mode group
+    batches: int = 0  # batches normalised: the warm-up clock of mode batch
     stats: Mapping[str, RunningStats] = field(default_factory=_fresh_stats)
     baseline: EmaBaseline = EmaBaseline()
     patterns: Mapping[str, FailureHistory] = field(default_factory=dict)
@@ -77,6 +90,8 @@ class ReshapeState:
         return {
             "config_id": self.config_id,
             "groups": self.groups,
+            "compared": self.compared,
+            "batches": self.batches,
             "stats": {name: s.to_dict() for name, s in sorted(self.stats.items())},
             "baseline": self.baseline.to_dict(),
             "patterns": {name: h.to_dict() for name, h in sorted(self.patterns.items())},
@@ -89,6 +104,8 @@ class ReshapeState:
         return cls(
             config_id=str(data["config_id"]),
             groups=int(data["groups"]),
+            compared=int(data.get("compared", data["groups"])),
+            batches=int(data.get("batches", 0)),
             stats=stats,
             baseline=EmaBaseline.from_dict(data["baseline"]),
             patterns={name: FailureHistory.from_dict(h) for name, h in data["patterns"].items()},
@@ -260,43 +277,139 @@ def _record_outcomes(
     return updated
 
 
-def reshape_group(
-    feedbacks: list[dict], state: ReshapeState, cfg: ReshapingConfig, step: int, members_valid: bool = False
-) -> tuple[list[dict], ReshapeState]:
-    """One advantage record per feedback (input order) and the state after the group.
+def is_comparable(fb: Mapping[str, Any], cfg: ReshapingConfig) -> bool:
+    """Whether a member takes part in its group's comparison (``GovernanceConfig``)."""
+    return not (cfg.governance.exclude_environment_failures and fb.get("environment_failure", False))
 
-    Records hold every field of ``schemas/advantage.avsc`` except the envelope
-    ``event_id`` and ``created_at_ms``, which the caller adds. ``members_valid``: as in
-    ``validate_group``.
+
+@dataclass(frozen=True)
+class ScoredGroup:
+    """One group's rewards, before normalisation: what a batch of mode ``batch`` holds.
+
+    Values are in the canonical member order; ``feedbacks`` keeps the input order and
+    ``order[pos]`` is the input position of canonical member ``pos``. Plain data with
+    ``to_dict``/``from_dict``: a batch still waiting is part of the partition's saved state.
     """
+
+    feedbacks: tuple[dict, ...]
+    order: tuple[int, ...]
+    weights: dict[str, float]
+    raws: tuple[float, ...]
+    components: tuple[dict[str, float], ...]
+    enhanced: tuple[float, ...]
+    comparable: tuple[bool, ...]
+    compared: bool  # enough comparable members: the group has advantages
+
+    @property
+    def members(self) -> list[dict]:
+        return [self.feedbacks[i] for i in self.order]
+
+    def compared_rewards(self) -> list[float]:
+        return [r for r, ok in zip(self.enhanced, self.comparable) if ok]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "feedbacks": list(self.feedbacks), "order": list(self.order), "weights": dict(self.weights),
+            "raws": list(self.raws), "components": [dict(c) for c in self.components],
+            "enhanced": list(self.enhanced), "comparable": list(self.comparable), "compared": self.compared,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScoredGroup:
+        return cls(
+            feedbacks=tuple(data["feedbacks"]), order=tuple(data["order"]), weights=dict(data["weights"]),
+            raws=tuple(data["raws"]), components=tuple(dict(c) for c in data["components"]),
+            enhanced=tuple(data["enhanced"]), comparable=tuple(data["comparable"]), compared=bool(data["compared"]),
+        )
+
+
+def score_group(
+    feedbacks: list[dict], state: ReshapeState, cfg: ReshapingConfig, step: int, members_valid: bool = False
+) -> tuple[ScoredGroup, ReshapeState]:
+    """Steps 1-6 above: the group's rewards and the state after it. ``members_valid``: as in
+    ``validate_group``."""
     validate_group(feedbacks, members_valid)
     if state.config_id and state.config_id != cfg.config_id:
         raise StateMismatchError(f"state belongs to config {state.config_id}, not {cfg.config_id}")
 
     order = sorted(range(len(feedbacks)), key=lambda i: (feedbacks[i]["sample_index"], feedbacks[i]["rollout_id"]))
     members = [feedbacks[i] for i in order]
+    comparable = [is_comparable(fb, cfg) for fb in members]
+    compared = sum(comparable) >= cfg.governance.min_comparable
 
     clock = step if cfg.weights.clock == "step" else max(fb["policy_version"] for fb in members)
     weights = weights_at(cfg.weights, clock)
     raws = [reward_raw(fb["pass_fraction_runs"]) for fb in members]
     components = [_components(fb, state.patterns, cfg) for fb in members]
     enhanced = [enhanced_reward(c, weights) for c in components]
+    scored = ScoredGroup(tuple(feedbacks), tuple(order), dict(weights), tuple(raws), tuple(components),
+                         tuple(enhanced), tuple(comparable), compared)
+    if not compared:  # no comparison, so nothing of it enters a statistic
+        return scored, replace(state, config_id=cfg.config_id, groups=state.groups + 1)
+
+    def kept(xs: Sequence[Any]) -> list[Any]:
+        return [x for x, ok in zip(xs, comparable) if ok]
 
     tracked = {
-        "reward_raw": raws,
-        **{name: [c[name] for c in components] for name in COMPONENTS},
-        "reward_enhanced": enhanced,
+        "reward_raw": kept(raws),
+        **{name: kept([c[name] for c in components]) for name in COMPONENTS},
+        "reward_enhanced": kept(enhanced),
     }
     stats = {name: state.stats.get(name, RunningStats()).update_many(xs) for name, xs in tracked.items()}
-    baseline = state.baseline.update(statistics.fmean(enhanced), cfg.normalisation.ema_beta)
-    glob = stats["reward_enhanced"]
-    norm = normalise(enhanced, glob, baseline.value, cfg.normalisation)
+    baseline = state.baseline.update(statistics.fmean(kept(enhanced)), cfg.normalisation.ema_beta)
+    new_state = replace(
+        state,
+        config_id=cfg.config_id,
+        groups=state.groups + 1,
+        compared=state.compared + 1,
+        stats=stats,
+        baseline=baseline,
+        patterns=_record_outcomes(state.patterns, kept(members), cfg),
+    )
+    return scored, new_state
 
+
+# The normalisation reported for the records of a group that was not compared.
+_NOT_COMPARED = Normalised(values=(), warmup=False, centre=0.0, scale=1.0, group_mean=0.0, group_std=0.0)
+
+
+def normalise_groups(
+    groups: Sequence[ScoredGroup], state: ReshapeState, cfg: ReshapingConfig
+) -> tuple[list[list[dict]], ReshapeState]:
+    """Advantage records of each group (each in its input order) and the state after them.
+
+    Mode ``batch``: the compared groups given are one batch and share one centre and scale;
+    the other modes take one group. Records hold every field of ``schemas/advantage.avsc``
+    except the envelope ``event_id`` and ``created_at_ms``, which the caller adds.
+    """
+    compared = [g for g in groups if g.compared]
+    glob = state.stats["reward_enhanced"]
+    baseline = state.baseline.value
+    if cfg.normalisation.mode == "batch":
+        period = state.batches + 1 if compared else state.batches
+        state = replace(state, batches=period)
+    else:
+        period = state.compared
+    norms = iter(normalise_batch([g.compared_rewards() for g in compared], glob, baseline, cfg.normalisation,
+                                 period) if compared else [])
+    return [_records(g, next(norms) if g.compared else _NOT_COMPARED, state, cfg) for g in groups], state
+
+
+def _records(group: ScoredGroup, norm: Normalised, state: ReshapeState, cfg: ReshapingConfig) -> list[dict]:
+    """The records of one group, in its input order; ``norm`` holds its comparable members' values."""
+    glob = state.stats["reward_enhanced"]
+    # no baseline before the first compared group: 0.0, as the empty global statistics say
+    baseline = state.baseline if state.baseline.value is not None else EmaBaseline(0.0)
+    members, components, weights = group.members, group.components, group.weights
+    raws, enhanced = group.raws, group.enhanced
+    normalised = iter(norm.values)
     size = members[0]["group_size"]
     records_by_input: dict[int, dict] = {}
     for pos, fb in enumerate(members):
         c = components[pos]
-        records_by_input[order[pos]] = build_record(
+        excluded = not (group.compared and group.comparable[pos])
+        z = 0.0 if excluded else next(normalised)
+        records_by_input[group.order[pos]] = build_record(
             "Advantage", leave_out=("event_id", "created_at_ms"), config_id=cfg.config_id,
             rollout_id=fb["rollout_id"], feedback_event_id=fb["event_id"], group_id=fb["group_id"],
             task_id=fb["task_id"], bug_pattern=fb["bug_pattern"], sample_index=fb["sample_index"],
@@ -304,23 +417,26 @@ def reshape_group(
             policy_version=fb["policy_version"],
             # the reward: its components, their weights, the reshaped value and its advantage
             reward_raw=raws[pos], components=dict(c), weights=dict(weights), reward_enhanced=enhanced[pos],
-            reward_normalised=norm.values[pos],
-            advantage=transform(norm.values[pos], cfg.transform),
+            reward_normalised=z,
+            advantage=0.0 if excluded else transform(z, cfg.transform),
             # the statistics it was normalised with
             ema_baseline=baseline.value, global_count=glob.count, global_mean=glob.mean, global_std=glob.std,
             group_mean=norm.group_mean, group_std=norm.group_std, warmup=norm.warmup,
-            norm_mode=cfg.normalisation.mode, norm_centre=norm.centre, norm_scale=norm.scale, excluded=False,
+            norm_mode=cfg.normalisation.mode, norm_centre=norm.centre, norm_scale=norm.scale, excluded=excluded,
             # what the learner needs to score the completion again
             hack_flags=list(fb.get("hack_flags", [])), prompt_token_ids=list(fb["prompt_token_ids"]),
             completion_token_ids=list(fb["completion_token_ids"]),
             behaviour_logprobs=list(fb["behaviour_logprobs"]), finish_reason=fb["finish_reason"],
         )
-    new_state = replace(
-        state,
-        config_id=cfg.config_id,
-        groups=state.groups + 1,
-        stats=stats,
-        baseline=baseline,
-        patterns=_record_outcomes(state.patterns, members, cfg),
-    )
-    return [records_by_input[i] for i in range(len(feedbacks))], new_state
+    return [records_by_input[i] for i in range(len(members))]
+
+
+def reshape_group(
+    feedbacks: list[dict], state: ReshapeState, cfg: ReshapingConfig, step: int, members_valid: bool = False
+) -> tuple[list[dict], ReshapeState]:
+    """One advantage record per feedback (input order) and the state after the group:
+    ``score_group`` then ``normalise_groups`` of this group alone (in mode batch, a batch of
+    one group; the stream forms batches of several, ``streams/agents/batches.py``)."""
+    scored, state = score_group(feedbacks, state, cfg, step, members_valid)
+    records, state = normalise_groups([scored], state, cfg)
+    return records[0], state

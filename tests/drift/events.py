@@ -8,13 +8,15 @@ schemas/*.avsc fails here. The history:
   * per version two groups of 4 rollouts, 4 tests each: pattern off_by_one and pattern
     wrong_operator, with tests passed per rollout as in PASSED;
   * hack flags as in HACKS; environment failures, re-evaluations and flaky repeats as in
-    ENVIRONMENT_FAILURES, RE_EVALUATED and FLAKY; advantages under config "base" (reward = pass fraction)
+    ENV_FAILURES, RE_EVALUATED and FLAKY; advantages under config "base" (reward = pass fraction)
     and "tuned" (reward = pass fraction + 0.1 * sample_index), group-normalised; "tuned"
     lacks one rollout, so a comparison matches 31 of 32;
   * eval metrics for "base" (success_at_1 per version, the version in a label) and
     learner metrics for "base" and "tuned";
   * a rising-proxy/falling-held-out series (config "hacky") and a healthy one
-    (config "healthy") over versions 0..4.
+    (config "healthy") over versions 0..4;
+  * environment failures as in ENV_FAILURES (feedback), and advantages under config
+    "governed" that leave them out: a group left with one comparable member is all excluded.
 """
 
 from __future__ import annotations
@@ -46,10 +48,14 @@ HACKS = {
     (3, "wrong_operator", 1): ["swallowed_exception"],
 }
 # rollouts whose evaluation the host failed every time, re-evaluated once, or whose repeats disagreed
-ENVIRONMENT_FAILURES = {(1, "wrong_operator", 0), (1, "wrong_operator", 1), (3, "off_by_one", 2)}
-RE_EVALUATED = ENVIRONMENT_FAILURES | {(2, "off_by_one", 3)}
+RE_EVALUATED = {(1, "off_by_one", 2), (2, "wrong_operator", 0), (2, "wrong_operator", 1), (2, "wrong_operator", 2),
+                (2, "off_by_one", 3)}  # ENV_FAILURES (below), and one that passed on its second try
 FLAKY = {(0, "off_by_one", 2), (3, "wrong_operator", 3)}
 MISSING_IN_TUNED = "r-3-wrong_operator-3"
+# (version, pattern, sample_index) of the rollouts the host failed; version 2's
+# wrong_operator group keeps one comparable member, too few to compare
+ENV_FAILURES = {(1, "off_by_one", 2), (2, "wrong_operator", 0), (2, "wrong_operator", 1), (2, "wrong_operator", 2)}
+MIN_COMPARABLE = 2
 EVAL_SUCCESS = {0: 0.1, 1: 0.2, 2: 0.3, 3: 0.4}  # config base, held-out success_at_1
 LEARNER_STEPS = 4
 HACKY_PROXY = [0.2, 0.4, 0.6, 0.8, 1.0]
@@ -73,6 +79,7 @@ def rollouts() -> list[dict[str, Any]]:
                     "rollout_id": rollout_id(version, pattern, k), "group_id": f"g-{version}-{pattern}",
                     "time_ms": T0 + version * WINDOW_MS + 1000 * (4 * p + k),
                     "hack_flags": HACKS.get((version, pattern, k), []), "key": (version, pattern, k),
+                    "environment_failure": (version, pattern, k) in ENV_FAILURES,
                 })
     return facts
 
@@ -83,7 +90,7 @@ def feedback(fact: dict[str, Any]) -> dict:
         created_at_ms=fact["time_ms"], rollout_id=fact["rollout_id"], group_id=fact["group_id"],
         task_id=f"t-{fact['pattern']}", bug_pattern=fact["pattern"], sample_index=fact["k"],
         policy_version=fact["version"], hack_flags=fact["hack_flags"],
-        environment_failure=fact["key"] in ENVIRONMENT_FAILURES,
+        environment_failure=fact["environment_failure"],
         evaluation_attempts=2 if fact["key"] in RE_EVALUATED else 1,
         flaky=fact["key"] in FLAKY))
 
@@ -99,7 +106,7 @@ def group_advantages(rewards: list[float]) -> list[float]:
 
 
 def advantage(config_id: str, fact: dict[str, Any], value: float, reward_enhanced: float | None = None,
-              time_ms: int | None = None) -> dict:
+              time_ms: int | None = None, excluded: bool = False) -> dict:
     raw = fact["passed"] / TESTS
     enhanced = reward(config_id, fact) if reward_enhanced is None else reward_enhanced
     # the raw reward is the test component, weighted 1; every other component and statistic is 0
@@ -110,7 +117,26 @@ def advantage(config_id: str, fact: dict[str, Any], value: float, reward_enhance
         **floats, event_id=f"adv-{config_id}-{fact['rollout_id']}", created_at_ms=(time_ms or fact["time_ms"]) + 500,
         config_id=config_id, rollout_id=fact["rollout_id"], feedback_event_id=f"fb-{fact['rollout_id']}",
         group_id=fact["group_id"], task_id=f"t-{fact['pattern']}", bug_pattern=fact["pattern"], sample_index=fact["k"],
-        policy_version=fact["version"], advantage=value, global_count=100, hack_flags=fact["hack_flags"]))
+        policy_version=fact["version"], advantage=value, global_count=100, hack_flags=fact["hack_flags"],
+        excluded=excluded))
+
+
+def governed_advantages() -> list[dict]:
+    """Config "governed": environment failures excluded, the rest group-normalised; a group
+    with fewer than MIN_COMPARABLE comparable members all excluded."""
+    by_group: dict[str, list[dict]] = {}
+    for fact in rollouts():
+        by_group.setdefault(fact["group_id"], []).append(fact)
+    records = []
+    for members in by_group.values():
+        compared = [f for f in members if not f["environment_failure"]]
+        if len(compared) < MIN_COMPARABLE:
+            compared = []
+        rewards = [reward("base", f) for f in compared]
+        values = dict(zip((f["rollout_id"] for f in compared), group_advantages(rewards) if rewards else []))
+        records += [advantage("governed", f, values.get(f["rollout_id"], 0.0), excluded=f["rollout_id"] not in values)
+                    for f in members]
+    return records
 
 
 def advantages(config_id: str) -> list[dict]:
@@ -183,7 +209,7 @@ def load_history(store) -> None:
     feedback_rows = [feedback(f) for f in rollouts()]
     store.insert("feedback", feedback_rows)
     store.insert("feedback", feedback_rows)  # a replayed batch: FINAL must collapse it
-    store.insert("advantages", advantages("base") + advantages("tuned"))
+    store.insert("advantages", advantages("base") + advantages("tuned") + governed_advantages())
     store.insert("metrics", metrics())
     series = trend_series("hacky", HACKY_PROXY, HACKY_HELDOUT, True) + trend_series(
         "healthy", HEALTHY_PROXY, HEALTHY_HELDOUT, False)

@@ -166,10 +166,25 @@ def test_evaluation_reliability(history, tmp_path):
     report = run(history, "evaluation_reliability", tmp_path)
     assert column(report, "policy_version") == [0, 1, 2, 3]
     assert column(report, "rollouts") == [8, 8, 8, 8]  # the replayed batch counts once
-    assert column(report, "environment_failures") == [0, 2, 0, 1]
-    assert column(report, "re_evaluated") == [0, 2, 1, 1]
+    assert column(report, "environment_failures") == [0, 1, 3, 0]
+    assert column(report, "re_evaluated") == [0, 1, 4, 0]
     assert column(report, "flaky_rollouts") == [1, 0, 0, 1]
-    assert column(report, "environment_failure_rate") == [0, 2 / 8, 0, 1 / 8]
+    assert column(report, "environment_failure_rate") == [0, 1 / 8, 3 / 8, 0]
     assert column(report, "flaky_rate") == [1 / 8, 0, 0, 1 / 8]
     later = run(history, "evaluation_reliability", tmp_path, since=START + timedelta(seconds=120))
-    assert column(later, "environment_failures") == [0, 1]
+    assert column(later, "environment_failures") == [3, 0]
+
+
+def test_excluded_by_version(history, tmp_path):
+    report = run(history, "excluded_by_version", tmp_path, config="governed")
+    assert column(report, "policy_version") == [0, 1, 2, 3]
+    assert column(report, "environment_failures") == [0, 1, 3, 0]  # feedback, written twice, counted once
+    assert column(report, "rollouts") == [8, 8, 8, 8]
+    # version 1: the failure alone; version 2: three failures leave one member, so all four
+    assert column(report, "excluded") == [0, 1, 4, 0]
+    assert column(report, "excluded_share") == [0.0, 1 / 8, 0.5, 0.0]
+    assert column(report, "groups") == [2, 2, 2, 2]
+    assert column(report, "uncompared_groups") == [0, 0, 1, 0]
+    assert column(report, "uncompared_group_share") == [0.0, 0.0, 0.5, 0.0]
+    base = run(history, "excluded_by_version", tmp_path, config="base")
+    assert column(base, "excluded") == [0, 0, 0, 0] and column(base, "environment_failures") == [0, 1, 3, 0]

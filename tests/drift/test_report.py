@@ -28,6 +28,7 @@ ARGS = {
     "proxy_vs_heldout": {"config": "base"},
     "config_compare": {"config": "base", "config_b": "tuned"},
     "learner_health": {"config": "base"},
+    "excluded_by_version": {"config": "governed"},
 }
 
 

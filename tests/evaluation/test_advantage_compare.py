@@ -1,7 +1,9 @@
+import statistics
+
 import pytest
 
 from producers.evaluation.advantage_compare import compare_configs, group_in_order
-from streams.reshaping.config import load_preset
+from streams.reshaping.config import config_from_dict, load_preset
 
 
 def fb(group, index, fraction, t):
@@ -32,3 +34,23 @@ def test_two_configs_see_the_same_samples():
     stats = compare_configs(FEEDBACK, [load_preset("raw"), load_preset("full")])
     assert [s.config_name for s in stats] == ["raw", "full"] and {s.samples for s in stats} == {4}
     assert stats[0].config_id != stats[1].config_id
+
+
+def test_excluded_records_and_uncompared_groups_count_nowhere():
+    failed = {**fb("c", 0, 0.0, 5), "environment_failure": True}  # c keeps one member: not compared
+    (raw,) = compare_configs(FEEDBACK + [failed, fb("c", 1, 1.0, 6)], [load_preset("raw")])
+    assert raw.groups == 2 and raw.samples == 4
+    assert raw.advantage_success_corr == pytest.approx(0.8164965809, rel=1e-6)
+
+
+def test_batch_mode_normalises_consecutive_groups_together():
+    data = load_preset("raw").model_dump(mode="json")
+    data["normalisation"].update(mode="batch", batch_groups=2)
+    (batch,) = compare_configs(FEEDBACK, [config_from_dict(data)])
+    # one batch of both groups: rewards 0, 0 | 1, 0.5, centred on the batch mean 0.375 (one
+    # scale for all, so it cancels in a correlation); group a stays uniform, now below zero
+    assert batch.zero_variance_share == pytest.approx(0.5)
+    expected = statistics.correlation([-0.375, -0.375, 0.625, 0.125], [0.0, 0.0, 1.0, 0.0])
+    assert batch.advantage_success_corr == pytest.approx(expected, rel=1e-6)
+    (group,) = compare_configs(FEEDBACK, [load_preset("raw")])
+    assert batch.advantage_success_corr != pytest.approx(group.advantage_success_corr, rel=1e-3)

@@ -102,3 +102,20 @@ def test_task_feed_keeps_train_tasks_and_the_latest_success_rate():
     assert feed.success_rates == {"operator_swap": 0.7, "off_by_one": 0.1}
     feed.apply("tasks", "Task", make_task("a", split="validation"))  # moved out of train
     assert feed.tasks_by_id == {}
+
+
+def test_an_excluded_advantage_counts_its_group_as_scored_but_not_its_task_rate():
+    from producers.generator.frontier import TaskRates
+    from producers.generator.service import LearnerFeed
+
+    feed = LearnerFeed.__new__(LearnerFeed)  # the record rules only; no consumer
+    feed.policy_topic, feed.scored_topic, feed.metrics_topic, feed.config_id = "policy", "adv", "metrics", "c"
+    feed.scored_groups, feed.task_rates, feed.dropped_groups = set(), TaskRates(8), 0
+    feed.apply("adv", "Advantage", {"group_id": "g", "rollout_id": "g-0", "task_id": "t", "reward_raw": 1.0})
+    feed.apply("adv", "Advantage", {"group_id": "g", "rollout_id": "g-1", "task_id": "t", "reward_raw": 0.0,
+                                    "excluded": True})
+    feed.apply("adv", "Advantage", {"group_id": "h", "rollout_id": "h-0", "task_id": "u", "reward_raw": 0.0,
+                                    "excluded": True})
+    assert feed.scored_groups == {"g", "h"}  # no longer in flight: back-pressure does not wait for them
+    assert feed.task_rates.rate("t") == 1.0 and feed.task_rates.samples("t") == 1
+    assert feed.task_rates.rate("u") is None

@@ -21,8 +21,11 @@ def _make_record(
     finish_reason="stop",
     group_members=2,
     behaviour=None,
+    reward_enhanced=None,
+    excluded=False,
 ):
-    """An advantage record (schemas/advantage.avsc), given the fields the learner reads."""
+    """An advantage record (schemas/advantage.avsc), given the fields the learner reads; the
+    reward before normalisation is the advantage unless given."""
     return advantage_record(
         rollout_id=f"{group_id}-r{sample_index}",
         group_id=group_id,
@@ -35,6 +38,8 @@ def _make_record(
             list(behaviour) if behaviour is not None else [-5.5] * len(completion)
         ),
         advantage=advantage,
+        reward_enhanced=float(advantage if reward_enhanced is None else reward_enhanced),
+        excluded=excluded,
         policy_version=policy_version,
         finish_reason=finish_reason,
     )

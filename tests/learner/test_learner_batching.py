@@ -176,19 +176,52 @@ def test_microbatch_to_device(make_record):
     assert mb.input_ids.dtype == torch.long and mb.padded_tokens == 2
 
 
-def test_dynamic_sampling_drops_exactly_the_uniform_groups_and_keeps_the_step_size(make_record):
+def test_dynamic_sampling_drops_exactly_the_groups_without_comparison_signal(make_record):
+    """The test is the reward before normalisation, never the advantage: equal non-zero
+    advantages of a warm-up (equal rewards) carry no comparison; equal clipped advantages of
+    different rewards, or all-fail members a layered reward tells apart, do."""
     acc = GroupAccumulator(groups_per_step=2, drop_uniform_groups=True)
-    groups = {"flat0": [0.0, 0.0, 0.0], "mixed1": [1.0, -1.0, 0.0], "flat2": [0.5, 0.5, 0.5],
-              "mixed3": [0.2, 0.1, -0.3], "mixed4": [1.0, 0.0, -1.0]}
+    groups = {  # gid: [(advantage, reward_enhanced, excluded)]
+        "flat_warmup": [(-0.8, 0.3, False)] * 3,
+        "clipped": [(5.0, 3.0, False), (5.0, 4.0, False), (5.0, 5.0, False)],
+        "flat_but_excluded": [(0.0, 0.5, False), (0.0, 0.5, False), (0.0, 0.0, True)],
+        "all_fail_tiers": [(-1.2, 0.0, False), (0.0, 0.1, False), (1.2, 0.2, False)],
+        "mixed": [(1.0, 1.0, False), (-1.0, 0.0, False), (0.0, 0.5, False)],
+    }
     released = []
-    for gid, advantages in groups.items():
-        for i, a in enumerate(advantages):
-            ready = acc.add(make_record(gid, i, [1], [2], a, group_members=3))
+    for gid, members in groups.items():
+        for i, (a, reward, excluded) in enumerate(members):
+            ready = acc.add(make_record(gid, i, [1], [2], a, group_members=3, reward_enhanced=reward,
+                                        excluded=excluded))
             if ready is not None:
                 released.append(sorted({r["group_id"] for r in ready}))
-    assert released == [["mixed1", "mixed3"]]  # a full step of two groups, no uniform one
-    assert acc.dropped_groups == 2 and acc.pending_records == 3  # mixed4 waits for a partner
+    assert released == [["all_fail_tiers", "clipped"]]  # a full step of two groups with signal
+    assert acc.dropped_groups == 2 and acc.uniform_groups == 2 and acc.excluded_groups == 0
+    assert acc.pending_records == 3  # mixed waits for a partner
     keep_all = GroupAccumulator(groups_per_step=2)
     for i in range(3):
         ready = keep_all.add(make_record("flat", i, [1], [2], 0.0, group_members=3))
     assert ready is None and keep_all.dropped_groups == 0 and keep_all.pending_records == 3
+
+
+def test_excluded_records_never_enter_a_step(make_record):
+    acc = GroupAccumulator(groups_per_step=2)
+    assert acc.add(make_record("a", 0, [1], [2], 0.7, group_members=3)) is None
+    assert acc.add(make_record("a", 1, [1], [2], 0.0, group_members=3, excluded=True)) is None
+    assert acc.add(make_record("a", 2, [1], [2], -0.7, group_members=3)) is None
+    # a group whose every record is excluded is no learner group: it does not fill the step,
+    # and it counts as dropped, so the generator samples a replacement
+    assert acc.add(make_record("x", 0, [1], [2], 0.0, excluded=True)) is None
+    assert acc.add(make_record("x", 1, [1], [2], 0.0, excluded=True)) is None
+    assert acc.dropped_groups == 1 and acc.excluded_groups == 1 and acc.uniform_groups == 0
+    held = acc.pending()
+    restarted = GroupAccumulator(groups_per_step=2)  # a complete group keeps its excluded record
+    for r in held:
+        assert restarted.add(r) is None
+    for a in (acc, restarted):
+        a.add(make_record("b", 0, [1], [2], 1.0))
+        ready = a.add(make_record("b", 1, [1], [2], -1.0))
+        assert [(r["group_id"], r["sample_index"]) for r in ready] == [("a", 0), ("a", 2), ("b", 0), ("b", 1)]
+    step = plan_step([make_record("c", 0, [1], [2], 1.0), make_record("c", 1, [1], [2], 0.0, excluded=True)],
+                     learner_version=0, max_policy_lag=4, micro_batch_tokens=64)
+    assert step.num_samples == 1 and step.micro_batches[0].advantages.tolist() == [1.0]

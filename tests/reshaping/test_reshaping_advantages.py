@@ -8,6 +8,7 @@ from streams.reshaping.advantages import (
     focus,
     group_stats,
     normalise,
+    normalise_batch,
     transform,
 )
 from streams.reshaping.config import NormalisationConfig, TransformConfig
@@ -37,7 +38,8 @@ def test_zero_variance_group_gives_zero_without_warmup():
 
 
 def test_zero_variance_group_under_global_warmup_uses_global_stats():
-    cfg = NormalisationConfig(mode="group", warmup_mode="global", warmup_min_std=0.05, warmup_min_count=0, epsilon=EPS)
+    cfg = NormalisationConfig(mode="group", warmup_mode="global", warmup_batches=1, warmup_min_std=0.05,
+                              warmup_min_count=0, epsilon=EPS)
     glob = RunningStats().update_many([0.0, 1.0, 0.5, 0.5, 0.5, 0.5])  # mean 0.5, var 1/6 * 0.5 = 1/12
     assert glob.std == pytest.approx(math.sqrt(1 / 12))
     n = normalise([0.5, 0.5, 0.5, 0.5], glob, baseline=0.0, cfg=cfg)
@@ -62,7 +64,8 @@ def test_group_of_one():
 
 
 def test_warmup_switch_on_group_std():
-    cfg = NormalisationConfig(mode="group", warmup_mode="global", warmup_min_std=0.1, warmup_min_count=0, epsilon=EPS)
+    cfg = NormalisationConfig(mode="group", warmup_mode="global", warmup_batches=1, warmup_min_std=0.1,
+                              warmup_min_count=0, epsilon=EPS)
     glob = RunningStats().update_many([0.0, 0.0, 1.0, 1.0])  # mean 0.5, std 0.5
     tiny = normalise([0.0, 0.1], glob, baseline=0.0, cfg=cfg)  # group std 0.05 < 0.1
     assert tiny.warmup
@@ -89,18 +92,83 @@ def test_warmup_switch_on_count():
 
 def test_fixed_warmup_scale():
     cfg = NormalisationConfig(
-        mode="group", warmup_mode="fixed", fixed_scale=0.5, warmup_min_std=0.1, warmup_min_count=0, epsilon=EPS
+        mode="group", warmup_mode="fixed", fixed_scale=0.5, warmup_batches=1, warmup_min_std=0.1, warmup_min_count=0,
+        epsilon=EPS,
     )
     n = normalise([0.2, 0.3], RunningStats().update_many([0.0, 1.0]), baseline=0.0, cfg=cfg)
     assert n.warmup and n.scale == 0.5
     assert n.values == pytest.approx([-0.05 / (0.5 + EPS), 0.05 / (0.5 + EPS)], rel=1e-12)
 
 
-def test_batch_mode_uses_running_statistics():
-    cfg = NormalisationConfig(mode="batch", **NO_WARMUP)
+def test_group_mode_std_warmup_ends_after_warmup_batches_groups():
+    """The std test of mode group applies to the first warmup_batches compared groups only:
+    afterwards a uniform group is an ordinary group without signal and gets 0."""
+    cfg = NormalisationConfig(mode="group", warmup_mode="global", warmup_batches=3, warmup_min_std=0.05,
+                              warmup_min_count=0, epsilon=EPS)
+    glob = RunningStats().update_many([0.0, 0.0, 1.0, 1.0])  # mean 0.5, std 0.5
+    third = normalise([1.0] * 4, glob, 0.0, cfg, period=3)
+    assert third.warmup and third.values == pytest.approx([0.5 / (0.5 + EPS)] * 4, rel=1e-15)
+    fourth = normalise([1.0] * 4, glob, 0.0, cfg, period=4)
+    assert not fourth.warmup and fourth.values == (0.0,) * 4
+    # the count test is a period of its own, whatever warmup_batches says
+    young = NormalisationConfig(mode="group", warmup_batches=0, warmup_min_std=0.05, warmup_min_count=5, epsilon=EPS)
+    assert normalise([0.0, 1.0], glob, 0.0, young, period=100).warmup
+
+
+def test_running_mode_uses_running_statistics():
+    cfg = NormalisationConfig(mode="running", **NO_WARMUP)
     glob = RunningStats().update_many([0.0, 0.0, 1.0, 1.0])  # mean 0.5 std 0.5
     n = normalise([1.0, 1.0], glob, baseline=0.0, cfg=cfg)
     assert n.values == pytest.approx([0.5 / (0.5 + EPS)] * 2, rel=1e-15)
+
+
+# A fixed batch of three groups. Pooled: mean 0.5; deviations +-0.5 (x4), +-0.3 (x4), squares
+# sum 4 * 0.25 + 4 * 0.09 = 1.36, population std sqrt(1.36 / 8) = sqrt(0.17).
+BATCH = [[0.0, 1.0], [0.2, 0.8], [1.0, 0.0, 0.8, 0.2]]
+
+
+def test_batch_mode_over_a_fixed_batch_by_hand():
+    pooled = [r for g in BATCH for r in g]
+    mean = 0.5
+    std = math.sqrt(sum((r - mean) ** 2 for r in pooled) / len(pooled))  # sqrt(1.36 / 8)
+    assert std == pytest.approx(math.sqrt(0.17))
+    cfg = NormalisationConfig(mode="batch", **NO_WARMUP)
+    glob = RunningStats().update_many([5.0, 7.0])  # not read outside warm-up
+    out = normalise_batch(BATCH, glob, 0.0, cfg, period=1)
+    assert [n.values for n in out] == [tuple(pytest.approx((r - mean) / (std + EPS), rel=1e-12) for r in g)
+                                       for g in BATCH]
+    assert all(n.centre == pytest.approx(0.5) and n.scale == pytest.approx(math.sqrt(0.17)) for n in out)
+    assert not any(n.warmup for n in out)
+    # each record still reports its own group's statistics
+    assert [(n.group_mean, n.group_std) for n in out] == [group_stats(g) for g in BATCH]
+    # a uniform group inside a batch with spread gets the batch's (non-zero) advantage
+    uniform = normalise_batch([[1.0, 1.0], [0.0, 0.0]], glob, 0.0, cfg, period=1)
+    assert uniform[0].values == pytest.approx([0.5 / (0.5 + EPS)] * 2, rel=1e-12)
+
+
+def test_batch_mode_warmup_first_batches_then_tiny_std():
+    glob = RunningStats().update_many([0.0, 0.0, 0.0, 1.0])  # mean 0.25, std sqrt(3)/4
+    g_std = math.sqrt(3) / 4
+    cfg = NormalisationConfig(mode="batch", warmup_mode="global", warmup_batches=2, warmup_min_std=0.05,
+                              warmup_min_count=0, epsilon=EPS)
+    second = normalise_batch(BATCH, glob, 0.0, cfg, period=2)
+    assert all(n.warmup for n in second)
+    assert second[0].values == pytest.approx([(0.0 - 0.25) / (g_std + EPS), 0.75 / (g_std + EPS)], rel=1e-12)
+    third = normalise_batch(BATCH, glob, 0.0, cfg, period=3)
+    assert not any(n.warmup for n in third)
+    assert third[0].values == pytest.approx([-0.5 / (math.sqrt(0.17) + EPS), 0.5 / (math.sqrt(0.17) + EPS)])
+    # after the first batches, a batch whose std is tiny still falls back (any time)
+    tiny = normalise_batch([[0.50, 0.51], [0.50, 0.51]], glob, 0.0, cfg, period=50)
+    assert tiny[0].warmup and tiny[0].centre == 0.25 and tiny[0].scale == pytest.approx(g_std)
+    fixed = NormalisationConfig(mode="batch", warmup_mode="fixed", fixed_scale=2.0, warmup_batches=1,
+                                warmup_min_std=0.0, warmup_min_count=0, epsilon=EPS)
+    first = normalise_batch(BATCH, glob, 0.0, fixed, period=1)
+    assert first[1].warmup and first[1].values == pytest.approx([-0.3 / (2.0 + EPS), 0.3 / (2.0 + EPS)], rel=1e-12)
+
+
+def test_only_batch_mode_takes_several_groups():
+    with pytest.raises(ValueError):
+        normalise_batch(BATCH, RunningStats(), 0.0, NormalisationConfig(mode="group"))
 
 
 def test_none_mode_and_relative_to_baseline():

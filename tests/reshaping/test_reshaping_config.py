@@ -29,6 +29,27 @@ def test_presets_load_and_differ():
         assert KAFKA_TOPIC.match(Topics().advantages(cfg.config_id))
 
 
+@pytest.mark.parametrize("name", ["raw", "binary", "layered", "full"])
+def test_every_preset_states_every_field(name):
+    from streams.reshaping.config import PRESETS_DIR
+
+    data = yaml.safe_load((PRESETS_DIR / f"{name}.yaml").read_text())
+    assert set(data) == set(ReshapingConfig.model_fields)
+    for key, info in ReshapingConfig.model_fields.items():
+        if isinstance(data[key], dict) and hasattr(info.annotation, "model_fields"):
+            assert set(data[key]) == set(info.annotation.model_fields), key
+
+
+def test_preset_normalisation_and_governance():
+    for name in ("raw", "binary", "layered", "full"):
+        cfg = load_preset(name)
+        assert cfg.normalisation.mode == "group"
+        assert cfg.governance.exclude_environment_failures and cfg.governance.min_comparable == 2
+    full = load_preset("full").normalisation
+    assert (full.warmup_batches, full.warmup_min_std, full.warmup_min_count) == (100, 0.05, 64)
+    assert load_preset("raw").normalisation.warmup_batches == 0
+
+
 def test_unknown_preset_is_refused():
     with pytest.raises(ConfigError, match="unknown preset"):
         load_preset("nope")
@@ -125,6 +146,12 @@ def test_config_id_changes_with_every_knob():
         ("transform:\n  amplification: power\n  amplification_param: 2\n", "transform"),
         ("transform:\n  positive_boost: .nan\n", "transform.positive_boost"),
         ("version: 0\n", "version"),
+        ("normalisation:\n  mode: batches\n", "normalisation.mode"),
+        ("normalisation:\n  batch_groups: 0\n", "normalisation.batch_groups"),
+        ("normalisation:\n  batch_deadline_ms: -1\n", "normalisation.batch_deadline_ms"),
+        ("normalisation:\n  warmup_batches: -1\n", "normalisation.warmup_batches"),
+        ("governance:\n  min_comparable: 0\n", "governance.min_comparable"),
+        ("governance:\n  exclude_failures: true\n", "governance.exclude_failures"),
     ],
 )
 def test_bad_config_is_refused_with_the_field(tmp_path, text, field):

@@ -1,5 +1,6 @@
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -58,8 +59,65 @@ def test_group_members_and_completeness():
     assert {(r["group_size"], r["group_members"], r["group_complete"]) for r in partial} == {(4, 3, False)}
     full, _ = reshape_group(make_group([0.0, 1.0, 0.5, 0.5]), ReshapeState(), cfg, step=0)
     assert {(r["group_members"], r["group_complete"]) for r in full} == {(4, True)}
-    single, _ = reshape_group(make_group([0.75]), ReshapeState(), cfg, step=0)
-    assert single[0]["advantage"] == 0.0 and single[0]["group_complete"]
+    single, state = reshape_group(make_group([0.75]), ReshapeState(), cfg, step=0)
+    # one member cannot be compared (min_comparable 2): marked, no statistic moves
+    assert single[0]["advantage"] == 0.0 and single[0]["group_complete"] and single[0]["excluded"]
+    assert state.stats["reward_enhanced"].count == 0 and state.groups == 1 and state.compared == 0
+    assert single[0]["ema_baseline"] == 0.0 and single[0]["global_count"] == 0  # nothing compared yet
+    decode(encode("Advantage", {"event_id": "e1", "created_at_ms": 5, **single[0]}))
+
+
+def _with_failure(group, index, failure=True):
+    return [{**fb, "environment_failure": failure, "evaluation_attempts": 3} if fb["sample_index"] == index else fb
+            for fb in group]
+
+
+@pytest.mark.parametrize("preset", ["raw", "full"])
+def test_an_environment_failure_is_left_out_and_the_rest_compared_as_a_smaller_group(preset):
+    cfg = load_preset(preset)
+    prior = reshape_group(make_group([0.0, 1.0, 0.5], group_id="p"), ReshapeState(), cfg, step=0)[1]
+    group = _with_failure(make_group([0.0, 1.0, 0.25, 0.5], policy_version=7), index=1)
+    records, state = reshape_group(group, prior, cfg, step=1)
+    rest = [fb for fb in group if fb["sample_index"] != 1]
+    alone, alone_state = reshape_group(rest, prior, cfg, step=1)
+    failed = records[1]
+    assert failed["excluded"] and failed["advantage"] == 0.0 and failed["reward_normalised"] == 0.0
+    kept = [r for r in records if not r["excluded"]]
+    assert [r["rollout_id"] for r in kept] == [r["rollout_id"] for r in alone]
+    for name in ("advantage", "reward_normalised", "reward_enhanced", "group_mean", "group_std", "warmup",
+                 "global_count", "global_mean", "ema_baseline", "norm_centre", "norm_scale"):
+        assert [r[name] for r in kept] == [r[name] for r in alone], name
+    assert any(r["advantage"] != 0.0 for r in kept)
+    # the failure entered no statistic: the state is the one of the group of three
+    assert state.stats == alone_state.stats and state.baseline == alone_state.baseline
+    assert state.patterns == alone_state.patterns
+    # the group still says how many members it had, so the learner knows when it is whole
+    assert {r["group_members"] for r in records} == {4}
+
+
+def test_environment_failures_are_scored_when_governance_is_off():
+    cfg = config_from_dict({"governance": {"exclude_environment_failures": False}})
+    group = _with_failure(make_group([0.0, 1.0, 0.25, 0.5]), index=0)
+    records, _ = reshape_group(group, ReshapeState(), cfg, step=0)
+    plain, _ = reshape_group(make_group([0.0, 1.0, 0.25, 0.5]), ReshapeState(), cfg, step=0)
+    assert not any(r["excluded"] for r in records)
+    assert [r["advantage"] for r in records] == [r["advantage"] for r in plain]
+
+
+def test_a_group_with_too_few_comparable_members_gives_no_advantage():
+    cfg = config_from_dict({"governance": {"min_comparable": 3}})
+    before = reshape_group(make_group([0.0, 1.0], group_id="p"), ReshapeState(),
+                           config_from_dict({"governance": {"min_comparable": 2}}), step=0)[1]
+    before = replace(before, config_id=cfg.config_id)
+    group = _with_failure(_with_failure(make_group([0.0, 1.0, 0.25, 0.5]), index=0), index=3)
+    records, after = reshape_group(group, before, cfg, step=1)
+    assert all(r["excluded"] and r["advantage"] == 0.0 for r in records)  # 2 comparable < 3
+    assert [r["reward_raw"] for r in records] == [0.0, 1.0, 0.25, 0.5]  # still reported
+    assert (after.stats, after.baseline, after.patterns, after.compared) == \
+        (before.stats, before.baseline, before.patterns, before.compared)
+    assert after.groups == before.groups + 1
+    enough, _ = reshape_group(_with_failure(make_group([0.0, 1.0, 0.25, 0.5]), index=0), before, cfg, step=1)
+    assert [r["excluded"] for r in enough] == [True, False, False, False]
 
 
 def test_full_preset_components_by_hand():
@@ -159,7 +217,9 @@ def _fail(i, group_id, **kw):
 
 
 def test_progress_bonus_paid_once_until_failures_accumulate_again():
-    cfg = config_from_dict({"progress": {"bonus": 0.5, "window_kind": "events", "window": 10, "min_failures": 3}})
+    # groups of one are compared here (min_comparable 1), so their outcomes enter the history
+    cfg = config_from_dict({"progress": {"bonus": 0.5, "window_kind": "events", "window": 10, "min_failures": 3},
+                            "governance": {"min_comparable": 1}})
     state = ReshapeState()
     _, state = reshape_group([_fail(i, "a", group_size=3) for i in range(3)], state, cfg, step=0)
     # fixer + non-fixer in one group: only the fix is paid, both fixers of a group are paid alike
@@ -184,7 +244,8 @@ def test_progress_bonus_paid_once_until_failures_accumulate_again():
 
 
 def test_a_partial_pass_is_not_a_fix():
-    cfg = config_from_dict({"progress": {"bonus": 0.5, "window": 10, "min_failures": 1}})
+    cfg = config_from_dict({"progress": {"bonus": 0.5, "window": 10, "min_failures": 1},
+                            "governance": {"min_comparable": 1}})
     _, state = reshape_group([_fail(0, "a", group_size=1)], ReshapeState(), cfg, step=0)
     flaky = make_feedback(0, [1.0, 0.75], group_id="b", group_size=1, fixed_pattern="off_by_one")
     records, _ = reshape_group([flaky], state, cfg, step=1)

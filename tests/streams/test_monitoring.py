@@ -43,9 +43,14 @@ def test_success_rate_per_pattern_for_the_curriculum():
     assert WindowStats.from_dict((a + b).to_dict()) == a + b
 
 
-def test_environment_failures_are_counted_per_window():
-    left_out = {**adv(0.0, 0.0, 0.0), "excluded": True}
-    w = WindowStats.of_group([adv(1.0, 1.0, 0.5), left_out]) + WindowStats.of_group([left_out, adv(0.0, 0.0, 0.0)])
-    assert w.values()["environment_failures"] == 2.0
-    assert WindowStats.from_dict(w.to_dict()) == w
-    assert WindowStats.from_dict({"rollouts": 1}).environment_failures == 0  # a window stored before the count
+
+def test_excluded_records_are_counted_and_left_out_of_the_means():
+    g = [adv(1.0, 1.0, 0.7), adv(0.0, 0.0, -0.7), {**adv(0.0, 0.0, 0.0), "excluded": True}]
+    not_compared = [{**adv(1.0, 1.0, 0.0, ["sys_exit"]), "excluded": True}]
+    v = (WindowStats.of_group(g) + WindowStats.of_group(not_compared)).values()
+    assert v["rollouts"] == 4 and v["groups"] == 2
+    assert v["excluded_rollouts"] == 2 and v["excluded_groups"] == 1 and v["excluded_share"] == 0.5
+    assert v["reward_raw_mean"] == 0.5 and v["advantage_var"] == pytest.approx(0.49)  # the two compared
+    assert v["zero_variance_share_raw"] == 0.0  # of the one compared group
+    assert v["success_rate/operator_swap"] == 0.5  # an environment failure is not the policy's failure
+    assert v["hack_flag_rate"] == 0.25
