@@ -49,6 +49,20 @@ def _free_port_pair(port: int) -> int:
 MAX_RESTARTS = 3
 
 
+def resolve_model_dir(model: str) -> Path:
+    """The local model directory of a run's `model` setting (smollm2, tiny or a HF directory)."""
+    from producers.generator.model_store import build_tiny_model, cached_smollm2, init_model
+
+    if model == "smollm2":
+        return cached_smollm2()
+    if model == "tiny":
+        out = home_dir() / "models" / "tiny-llama"
+        if not (out / "config.json").exists():
+            build_tiny_model(out, tokenizer_from=cached_smollm2())
+        return out
+    return init_model(home_dir() / "models" / Path(model).name, source=model)
+
+
 class RunError(RuntimeError):
     """The run cannot start or a component failed; the message says which and where its log is."""
 
@@ -193,16 +207,7 @@ class Orchestrator:
             raise RunError(str(exc)) from exc
 
     def model_dir(self) -> Path:
-        from producers.generator.model_store import build_tiny_model, cached_smollm2, init_model
-
-        if self.cfg.model == "smollm2":
-            return cached_smollm2()
-        if self.cfg.model == "tiny":
-            out = home_dir() / "models" / "tiny-llama"
-            if not (out / "config.json").exists():
-                build_tiny_model(out, tokenizer_from=cached_smollm2())
-            return out
-        return init_model(home_dir() / "models" / Path(self.cfg.model).name, source=self.cfg.model)
+        return resolve_model_dir(self.cfg.model)
 
     def publish_corpus(self, bootstrap: str, say) -> CorpusFeed | None:
         """Put the corpus's train tasks on the tasks topic, once per run folder.
@@ -216,7 +221,7 @@ class Orchestrator:
         marker = self.dir / ".tasks-published"
         if marker.exists():
             return None
-        config = CorpusBuildConfig(seed=self.cfg.seed, max_functions=self.cfg.max_functions)
+        config = CorpusBuildConfig(seed=self.cfg.effective_corpus_seed, max_functions=self.cfg.max_functions)
         cached = cached_corpus(config)
         if cached is not None:
             from producers.task_publisher import publish_tasks
@@ -258,13 +263,16 @@ class Orchestrator:
             c.frontier.model_copy(update={"min_samples": min(c.group_size, 4)})
         gen = GenerateRunConfig(generator=generator, curriculum=c.curriculum, frontier=frontier,
                                 config_id=reshaping.config_id, groups_per_step=c.groups_per_step,
-                                generator_id=f"{c.name}-gen-0", topics=c.topics)
+                                max_groups=c.max_generated_groups, generator_id=f"{c.name}-gen-0", topics=c.topics)
         files["generator"].write_text(yaml.safe_dump(gen.model_dump(mode="json"), sort_keys=False))
+        # a budget of generated groups fixes the schedule's length: the steps it can give at most
+        schedule_steps = c.steps if c.max_generated_groups is not None else max(c.steps, 10)
         learner = LearnerConfig.model_validate({
             **c.learner.model_dump(), **shared, "groups_per_step": c.groups_per_step,
-            "max_completion_length": c.max_new_tokens, "max_steps": max(c.steps, 10),
+            "max_completion_length": c.max_new_tokens, "max_steps": schedule_steps,
             "checkpoint_dir": d / "learner", "publish_dir": d / "policy"})
         learn = LearnRunConfig(config_id=reshaping.config_id, model_dir=model_dir, steps=c.steps,
+                               max_groups=c.max_generated_groups,
                                learner_id=f"{c.name}-learner", threads=c.learner_threads, learner=learner,
                                topics=c.topics)
         files["learner"].write_text(yaml.safe_dump(learn.model_dump(mode="json"), sort_keys=False))
