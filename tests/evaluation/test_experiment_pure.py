@@ -86,16 +86,17 @@ PRESETS = sorted((Path(__file__).resolve().parents[2] / "producers" / "evaluatio
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.stem)
-def test_every_preset_gives_a_valid_run_for_each_arm_and_seed(preset):
-    cfg = ExperimentConfig.from_yaml(preset)
+def test_every_preset_gives_a_valid_run_for_each_arm_and_seed(preset, tmp_path):
+    cfg = ExperimentConfig.from_yaml(preset).model_copy(update={"out_dir": tmp_path})  # configs are written
     for arm in cfg.arms:
         for seed in cfg.seeds:
             run = arm_run_config(cfg, arm, seed)
             assert run.steps >= 1 and run.seed == seed
 
 
-def test_the_1k_preset_is_the_grid_it_promises():
-    cfg = ExperimentConfig.from_yaml(next(p for p in PRESETS if p.stem == "cpu-1k"))
+def test_the_1k_preset_is_the_grid_it_promises(tmp_path):
+    cfg = ExperimentConfig.from_yaml(next(p for p in PRESETS if p.stem == "cpu-1k")).model_copy(
+        update={"out_dir": tmp_path})
     runs = [arm_run_config(cfg, arm, seed) for arm in cfg.arms for seed in cfg.seeds]
     assert len(runs) == 9 and all(r.steps * r.groups_per_step * r.group_size >= 1000 for r in runs)
     assert sorted(r.learner.drop_uniform_groups for r in runs) == [False] * 6 + [True] * 3
