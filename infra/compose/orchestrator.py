@@ -277,7 +277,33 @@ class Orchestrator:
                                topics=c.topics)
         files["learner"].write_text(yaml.safe_dump(learn.model_dump(mode="json"), sort_keys=False))
         files["streams"].write_text(StreamSettings(sandbox_workers=c.sandbox_workers, topics=c.topics).model_dump_json(indent=2))
+        if c.heldout.enabled:
+            from producers.evaluation.periodic import HeldoutRunConfig
+
+            files["heldout"] = d / "heldout.yaml"
+            heldout = HeldoutRunConfig(heldout=c.heldout, model_dir=model_dir, tasks=d / "heldout" / "tasks.jsonl",
+                                       max_new_tokens=c.max_new_tokens, config_id=reshaping.config_id, seed=c.seed,
+                                       out_dir=d / "heldout", topics=c.topics)
+            files["heldout"].write_text(yaml.safe_dump(heldout.model_dump(mode="json"), sort_keys=False))
         return files
+
+    def write_heldout_tasks(self, say) -> None:
+        """The fixed set of the periodic evaluation, from the run's corpus (built now if it is not
+        cached: the evaluator needs the set before the first version is announced)."""
+        from producers.corpus import CorpusBuildConfig, cached_build, read_tasks
+        from producers.evaluation.converters import EVAL_SETS, select_tasks
+        from producers.evaluation.taskfile import write_eval_tasks
+
+        h, path = self.cfg.heldout, self.dir / "heldout" / "tasks.jsonl"
+        if path.exists():
+            return
+        corpus = cached_build(CorpusBuildConfig(seed=self.cfg.effective_corpus_seed,
+                                                max_functions=self.cfg.max_functions))
+        tasks = select_tasks(list(read_tasks(corpus)), limit=h.max_tasks, **EVAL_SETS[h.eval_set])
+        if not tasks:
+            raise RunError(f"the corpus has no {h.eval_set!r} tasks for the held-out evaluation")
+        write_eval_tasks(path, tasks)
+        say(f"held-out evaluation: {len(tasks)} {h.eval_set} tasks, every {h.every} policy versions")
 
     # --- the run ----------------------------------------------------------------------
     def run(self, progress: bool = True) -> dict:
@@ -299,6 +325,8 @@ class Orchestrator:
         model_dir = self.model_dir()
         say(f"policy model {model_dir}")
         files = self.write_configs(model_dir, reshaping)
+        if c.heldout.enabled:
+            self.write_heldout_tasks(say)
         corpus_feed = self.publish_corpus(bootstrap, say)
 
         env = {**os.environ, "RESHAPER_BOOTSTRAP": bootstrap, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -315,6 +343,9 @@ class Orchestrator:
         generator = Component("generator", ["generate", "--config", str(files["generator"]), "--no-progress"],
                               logs / "generator.log")
         self.components = [worker, sink, learner, generator]
+        if c.heldout.enabled:
+            self.components.append(Component("heldout", ["heldout", "--config", str(files["heldout"])],
+                                              logs / "heldout.log"))
         self.restarts = {comp.name: 0 for comp in self.components}
         tail = MetricsTail(bootstrap, reshaping.config_id, c.topics)
         interrupted = False
@@ -362,8 +393,11 @@ class Orchestrator:
         return summary
 
     def shutdown(self, bootstrap: str, app_id: str, sink_group: str, say) -> None:
-        worker, sink, learner, generator = self.components
+        worker, sink, learner, generator = self.components[:4]
         for comp in (generator, learner):
+            comp.stop()
+        for comp in self.components[4:]:  # the held-out evaluator: the versions still due, then stop
+            self._wait_heldout(comp, say)
             comp.stop()
         # the worker finishes what the generator produced; then the sink stores everything
         names = self.cfg.topics
@@ -374,6 +408,20 @@ class Orchestrator:
                   if stored.fullmatch(t)]
         self._drain(bootstrap, sink_group, topics, sink, say, timeout_s=600)
         sink.stop()
+
+    def _wait_heldout(self, comp: Component, say, timeout_s: float = 1800) -> None:
+        """Until every published version that is due has its report (or the evaluator died)."""
+        from producers.evaluation.periodic import due_versions, evaluated_versions
+        from producers.evaluation.run_folder import final_policy
+
+        published = range(1, final_policy(self.dir)[1] + 1)
+        deadline = time.monotonic() + timeout_s
+        while comp.alive() and time.monotonic() < deadline:
+            due = due_versions(published, self.cfg.heldout.every, evaluated_versions(self.dir / "heldout"))
+            if not due:
+                return
+            say(f"waiting for the held-out evaluation of versions {due}")
+            time.sleep(5)
 
     @staticmethod
     def _drain(bootstrap, group, topics, comp: Component, say, timeout_s: float) -> None:

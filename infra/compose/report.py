@@ -82,6 +82,10 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
                                       int(made[4] or 0)),
         "drift_reports": drift,
     }
+    if (run_dir / "heldout").is_dir():  # held-out success while training, per evaluated version
+        from producers.evaluation.periodic import heldout_curve_csv
+
+        (report_dir / "heldout.csv").write_text(heldout_curve_csv(run_dir / "heldout"))
     (report_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps({k: summary[k] for k in ("learner_steps", "policy_version", "rollouts", "seconds", "restarts",
                                               "throughput")},

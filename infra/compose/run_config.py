@@ -15,6 +15,7 @@ from learner.config import LearnerConfig
 from producers.generator.config import GeneratorConfig
 from producers.generator.scheduler import CurriculumConfig
 from producers.generator.frontier import FrontierConfig
+from producers.evaluation.periodic import HeldoutConfig
 
 RUN_CONFIG_VERSION = 2
 
@@ -77,6 +78,9 @@ class RunConfig(BaseModel):
     frontier: FrontierConfig = Field(default_factory=FrontierConfig,
                                      description="learnable-band task selection (producers/generator/frontier.py)")
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig, description="task difficulty schedule")
+    heldout: HeldoutConfig = Field(default_factory=HeldoutConfig,
+                                   description="held-out success while training: every Nth policy version evaluated "
+                                   "on a fixed small set, published as `eval` metrics (off by default)")
     # services
     broker: Literal["own", "shared"] = Field(
         "own", description="own: a broker of this run (data in the run folder, so runs never read each other's "

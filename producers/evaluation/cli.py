@@ -107,3 +107,22 @@ def eval_sets_command(
             continue
         count = convert_corpus(corpus, out_dir / f"{name}.jsonl", name, limit=limit)
         typer.echo(f"{out_dir / f'{name}.jsonl'}: {count} tasks")
+
+
+def heldout_command(
+    config: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="HeldoutRunConfig YAML")],
+) -> None:
+    """Evaluate every Nth policy version on a fixed held-out set while a run trains; publish `eval` metrics."""
+    import signal
+
+    from producers.evaluation.periodic import HeldoutRunConfig, PeriodicEvaluator
+
+    cfg = HeldoutRunConfig.from_yaml(config)
+    stopping = {"now": False}  # SIGTERM ends the loop between evaluations, never inside one
+    signal.signal(signal.SIGTERM, lambda *_: stopping.update(now=True))
+    evaluator = PeriodicEvaluator(cfg)
+    try:
+        done = evaluator.run(lambda: stopping["now"])
+    finally:
+        evaluator.close()
+    typer.echo(f"evaluated policy versions {done}")

@@ -107,3 +107,10 @@ def test_the_1k_preset_is_the_grid_it_promises(tmp_path):
 def test_the_evaluation_engine_is_one_the_evaluator_knows():
     with pytest.raises(ValueError):
         ExperimentConfig(eval={"backend": "vllm"})
+
+
+def test_held_out_success_while_training_is_on_in_the_gpu_preset_only(tmp_path):
+    for preset in PRESETS:
+        cfg = ExperimentConfig.from_yaml(preset).model_copy(update={"out_dir": tmp_path})
+        run = arm_run_config(cfg, next(iter(cfg.arms)), cfg.seeds[0])
+        assert run.heldout.enabled == (preset.stem == "gpu"), preset.stem
