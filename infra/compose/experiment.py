@@ -238,10 +238,13 @@ def real_steps(cfg: ExperimentConfig, progress: bool = True) -> UnitSteps:
 def eval_sets(cfg: ExperimentConfig, corpus_seed: int) -> dict[str, list[dict]]:
     """The held-out sets of the corpus the runs trained beside (same corpus config); each is
     also written as JSONL under eval_sets/, so what was evaluated is kept with the results."""
-    from producers.corpus import CorpusBuildConfig, cached_build, read_tasks
+    from infra.compose.run_config import RunConfig
+    from producers.corpus import cached_build, read_tasks
     from producers.evaluation.taskfile import write_eval_tasks
 
-    corpus = cached_build(CorpusBuildConfig(seed=corpus_seed, max_functions=cfg.run.get("max_functions")))
+    # the shared run settings decide the corpus (no arm changes it): the one every run trained beside
+    shared = RunConfig.model_validate({**cfg.run, "seed": corpus_seed, "corpus_seed": corpus_seed})
+    corpus = cached_build(shared.corpus_config())
     records = list(read_tasks(corpus))
     sets = {}
     for name in cfg.eval.sets:

@@ -216,12 +216,12 @@ class Orchestrator:
         the loop starts: each chunk of tested tasks is published as it is ready, so the
         generator starts on the first ones (the same seed gives the same tasks either way).
         """
-        from producers.corpus import CorpusBuildConfig, cached_corpus, read_tasks
+        from producers.corpus import cached_corpus, read_tasks
 
         marker = self.dir / ".tasks-published"
         if marker.exists():
             return None
-        config = CorpusBuildConfig(seed=self.cfg.effective_corpus_seed, max_functions=self.cfg.max_functions)
+        config = self.cfg.corpus_config()
         cached = cached_corpus(config)
         if cached is not None:
             from producers.task_publisher import publish_tasks
@@ -290,15 +290,14 @@ class Orchestrator:
     def write_heldout_tasks(self, say) -> None:
         """The fixed set of the periodic evaluation, from the run's corpus (built now if it is not
         cached: the evaluator needs the set before the first version is announced)."""
-        from producers.corpus import CorpusBuildConfig, cached_build, read_tasks
+        from producers.corpus import cached_build, read_tasks
         from producers.evaluation.converters import EVAL_SETS, select_tasks
         from producers.evaluation.taskfile import write_eval_tasks
 
         h, path = self.cfg.heldout, self.dir / "heldout" / "tasks.jsonl"
         if path.exists():
             return
-        corpus = cached_build(CorpusBuildConfig(seed=self.cfg.effective_corpus_seed,
-                                                max_functions=self.cfg.max_functions))
+        corpus = cached_build(self.cfg.corpus_config())
         tasks = select_tasks(list(read_tasks(corpus)), limit=h.max_tasks, **EVAL_SETS[h.eval_set])
         if not tasks:
             raise RunError(f"the corpus has no {h.eval_set!r} tasks for the held-out evaluation")

@@ -143,6 +143,12 @@ class RunConfig(BaseModel):
     def effective_corpus_seed(self) -> int:
         return self.seed if self.corpus_seed is None else self.corpus_seed
 
+    def corpus_config(self):
+        """The corpus this run trains on and is evaluated beside (every place that builds it asks here)."""
+        from producers.corpus import CorpusBuildConfig
+
+        return CorpusBuildConfig(seed=self.effective_corpus_seed, max_functions=self.max_functions)
+
     @property
     def run_dir(self) -> Path:
         return Path(self.runs_dir) / self.name
