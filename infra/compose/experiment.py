@@ -40,7 +40,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from infra.compose.experiment_plan import (BASE, MANIFEST, Action, Unit, decide, folder_manifest_intact,
+from infra.compose.experiment_plan import (BASE, MANIFEST, Action, RunFolder, Unit, decide, folder_manifest_intact,
                                            manifest_of, order_units, read_folder_files, run_folder_state)
 from infra.compose.experiment_results import (HEADLINE, audit_markdown, curve_csv, load_reports,  # noqa: F401
                                               paired_markdown, paired_table, primary_table, results_markdown,
@@ -53,7 +53,8 @@ class EvalBudget(BaseModel):
 
     sets: list[str] = Field(["validation", "humaneval"],
                             description="held-out sets: " + ", ".join(EVAL_SETS))
-    max_tasks: int = Field(20, ge=1, description="tasks per set (spread over functions, the same for every arm: see select_tasks)")
+    max_tasks: int = Field(20, ge=1, description="tasks per set (spread over functions, the same for every arm: "
+                           "see select_tasks)")
     k: int = Field(4, ge=1, description="pass@k")
     n: int | None = Field(None, ge=1, description="samples per task (default k)")
     greedy_only: bool = Field(False, description="only the greedy repair per task (success@1): no samples, no pass@k")
@@ -235,16 +236,20 @@ def real_steps(cfg: ExperimentConfig, progress: bool = True) -> UnitSteps:
                      analyse=analyse_run)
 
 
+def shared_run_config(cfg: ExperimentConfig, corpus_seed: int):
+    """The run settings every arm shares, on `corpus_seed`: what decides the corpus and the model."""
+    from infra.compose.run_config import RunConfig
+
+    return RunConfig.model_validate({**cfg.run, "seed": corpus_seed, "corpus_seed": corpus_seed})
+
+
 def eval_sets(cfg: ExperimentConfig, corpus_seed: int) -> dict[str, list[dict]]:
     """The held-out sets of the corpus the runs trained beside (same corpus config); each is
     also written as JSONL under eval_sets/, so what was evaluated is kept with the results."""
-    from infra.compose.run_config import RunConfig
     from producers.corpus import cached_build, read_tasks
     from producers.evaluation.taskfile import write_eval_tasks
 
-    # the shared run settings decide the corpus (no arm changes it): the one every run trained beside
-    shared = RunConfig.model_validate({**cfg.run, "seed": corpus_seed, "corpus_seed": corpus_seed})
-    corpus = cached_build(shared.corpus_config())
+    corpus = cached_build(shared_run_config(cfg, corpus_seed).corpus_config())
     records = list(read_tasks(corpus))
     sets = {}
     for name in cfg.eval.sets:
@@ -259,8 +264,8 @@ def eval_sets(cfg: ExperimentConfig, corpus_seed: int) -> dict[str, list[dict]]:
 # --- one unit -----------------------------------------------------------------------------
 
 def unit_action(cfg: ExperimentConfig, unit: Unit) -> Action:
-    if unit.is_base:
-        return decide(folder_manifest_intact(cfg.unit_dir(unit)), run_folder_state(Path("/nonexistent")), True)
+    if unit.is_base:  # no run folder: the base model is only evaluated
+        return decide(folder_manifest_intact(cfg.unit_dir(unit)), RunFolder(False, False), True)
     run_dir = cfg.dir / "runs" / run_name(cfg, unit.arm, unit.seed)
     return decide(folder_manifest_intact(cfg.unit_dir(unit)), run_folder_state(run_dir))
 
@@ -287,7 +292,8 @@ def _seal(folder: Path) -> None:
 def finish_base(cfg: ExperimentConfig, unit: Unit, steps: UnitSteps) -> None:
     folder = _fresh(cfg.unit_dir(unit))
     sets = steps.eval_sets(unit.seed)
-    for set_name, report in steps.evaluate(str(cfg.run.get("model", "smollm2")), None, 0, sets, unit.seed).items():
+    model = shared_run_config(cfg, unit.seed).model
+    for set_name, report in steps.evaluate(model, None, 0, sets, unit.seed).items():
         _write(folder, f"eval/{set_name}.json", json.dumps(report, indent=2) + "\n")
     _seal(folder)
 
@@ -444,7 +450,6 @@ def _feedback_events(store, generator_id: str) -> list[dict]:
     for r in rows:  # the reshaping reads the envelope's event time as created_at_ms
         r["created_at_ms"] = int(r["event_time"].timestamp() * 1000)
     return rows
-
 
 
 def analyse_run(cfg: ExperimentConfig, arm: str, seed: int, run_dir: Path, top: int = 5) -> tuple[list[dict], dict]:

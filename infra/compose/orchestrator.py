@@ -343,8 +343,8 @@ class Orchestrator:
                               logs / "generator.log")
         self.components = [worker, sink, learner, generator]
         if c.heldout.enabled:
-            self.components.append(Component("heldout", ["heldout", "--config", str(files["heldout"])],
-                                              logs / "heldout.log"))
+            heldout = Component("heldout", ["heldout", "--config", str(files["heldout"])], logs / "heldout.log")
+            self.components.append(heldout)
         self.restarts = {comp.name: 0 for comp in self.components}
         tail = MetricsTail(bootstrap, reshaping.config_id, c.topics)
         interrupted = False
