@@ -118,13 +118,13 @@ def paired_table(reports: dict[tuple[str, int, str], dict], resamples: int = 10_
 def primary_table(reports: dict[tuple[str, int, str], dict], comparisons: list[tuple[str, str]], sets: list[str],
                   alpha: float, resamples: int = 10_000) -> list[dict]:
     """The pre-registered family: each (a, b) comparison on each set, greedy success@1 paired
-    per task, exact McNemar p-values Holm-adjusted over the whole family (every comparison
-    on every set, missing ones included as not yet tested: they are left out of the family
-    only once the data for them is in, so a partial table says so)."""
+    per task, exact McNemar p-values Holm-adjusted over the whole registered family. While some
+    comparisons lack their data, each missing one counts as p = 1, so a partial table is never
+    less strict than the complete one will be (`family_complete` says which it is)."""
     rows = [row for a, b in comparisons for s in sets
             if (row := _comparison(reports, s, a, b, resamples)) is not None]
-    adjusted = holm_adjust([r["mcnemar"]["p_value"] for r in rows])
     family = len(comparisons) * len(sets)
+    adjusted = holm_adjust([r["mcnemar"]["p_value"] for r in rows] + [1.0] * (family - len(rows)))
     for row, p in zip(rows, adjusted):
         row["holm_p_value"] = p
         row["rejected_at_alpha"] = p <= alpha

@@ -188,3 +188,20 @@ def test_an_experiment_names_only_its_own_arms_in_its_comparisons():
         ExperimentConfig(arms={"base": "raw"})
     with pytest.raises(ValueError):
         ExperimentConfig(eval={"sets": ["nope"]})
+
+
+def test_a_partial_primary_family_is_adjusted_as_strictly_as_the_whole_one():
+    from infra.compose.experiment_results import primary_table
+
+    def report(passed):
+        return {"candidates": [{"task_id": f"t{i}", "bug_pattern": "p", "greedy": True, "passed": p,
+                                "pass_fraction": float(p), "tree_edit_distance": 0.0, "style_class": "clean",
+                                "hack_flags": [], "completion_text": "", "error_kind": "none", "error_message": ""}
+                               for i, p in enumerate(passed)]}
+
+    reports = {("binary", 0, "validation"): report([False] * 10), ("full", 0, "validation"): report([True] * 10)}
+    (row,) = primary_table(reports, [("binary", "full"), ("raw-ds", "full")], ["validation", "humaneval"], 0.05,
+                           resamples=200)
+    assert row["mcnemar"]["p_value"] == pytest.approx(2 / 2**10)  # 10 discordant, all one way
+    assert row["holm_p_value"] == pytest.approx(4 * 2 / 2**10)  # the smallest of a family of 4
+    assert (row["family_size"], row["family_complete"], row["rejected_at_alpha"]) == (4, False, True)
