@@ -261,6 +261,7 @@ class GroupAccumulator:
         self.dropped_groups = 0  # restored from a checkpoint by the service
         self.excluded_groups = 0
         self.uniform_groups = 0
+        self.released_groups = 0  # groups handed out in steps (restored too)
         self._open: dict[str, list[Record]] = {}
         self._complete: list[list[Record]] = []
 
@@ -290,7 +291,20 @@ class GroupAccumulator:
             self._complete[: self.groups_per_step],
             self._complete[self.groups_per_step :],
         )
+        self.released_groups += len(ready)
         return [r for g in ready for r in comparable(g)]
+
+    def flush(self) -> list[Record]:
+        """The complete groups not yet released, as one (partial) step: the last step of a
+        run whose generator has made all its groups. Open groups stay."""
+        ready, self._complete = self._complete, []
+        self.released_groups += len(ready)
+        return [r for g in ready for r in comparable(g)]
+
+    @property
+    def groups_seen(self) -> int:
+        """Complete groups received: released in steps, dropped, or waiting for a step."""
+        return self.released_groups + self.dropped_groups + len(self._complete)
 
     def pending(self) -> list[Record]:
         """Records held back (open groups, then complete ones not yet released), e.g. to

@@ -35,6 +35,7 @@ from schemas.codec import CODEC, DecodeError
 log = logging.getLogger(__name__)
 PENDING_KEY = "pending_records"
 DROPPED_KEY = "dropped_groups"
+RELEASED_KEY = "released_groups"
 
 
 class LearnRunConfig(BaseModel):
@@ -53,6 +54,10 @@ class LearnRunConfig(BaseModel):
         ge=1,
         description="stop after this many learner steps (optimiser steps / num_iterations)",
     )
+    max_groups: int | None = Field(
+        None, ge=1, description="the generator's budget of groups: once this many complete groups have arrived "
+        "(trained, dropped by dynamic sampling, or waiting), the waiting ones are trained as a last step, "
+        "possibly partial, and the learner stops; None: only `steps` ends it")
     idle_timeout_s: float | None = Field(
         None, description="stop when no advantage arrived for this long"
     )
@@ -98,6 +103,7 @@ class LearnerService:
         ckpt = self.learner.resume()
         saved = ckpt.offsets.get(self.topic, {}) if ckpt else {}
         self.accumulator.dropped_groups = int(ckpt.extra.get(DROPPED_KEY, 0)) if ckpt else 0
+        self.accumulator.released_groups = int(ckpt.extra.get(RELEASED_KEY, 0)) if ckpt else 0
         for record in (ckpt.extra.get(PENDING_KEY, []) if ckpt else []):
             self.accumulator.add(record)
         metadata = self.consumer.list_topics(self.topic, timeout=10).topics[self.topic]
@@ -139,11 +145,16 @@ class LearnerService:
                 ready = self.accumulator.add(record)
                 if self.accumulator.dropped_groups != dropped:
                     self._announce_dropped()
-                if ready is not None:
+                if ready is not None or self.budget_spent():
                     # records past this point in the same poll stay unread: rewind to them
                     self._rewind()
                     return ready
         return None
+
+    def budget_spent(self) -> bool:
+        """Every group the generator may make has arrived (`max_groups`)."""
+        cap = self.run_cfg.max_groups
+        return cap is not None and self.accumulator.groups_seen >= cap
 
     def _rewind(self) -> None:
         for partition, offset in self.positions.items():
@@ -177,7 +188,8 @@ class LearnerService:
             )
         self.learner.save_checkpoint(
             {self.topic: dict(self.positions)},
-            extra={PENDING_KEY: self._pending(), DROPPED_KEY: self.accumulator.dropped_groups},
+            extra={PENDING_KEY: self._pending(), DROPPED_KEY: self.accumulator.dropped_groups,
+                   RELEASED_KEY: self.accumulator.released_groups},
         )
         self.consumer.commit(
             offsets=[
@@ -224,7 +236,8 @@ class LearnerService:
     def run(
         self, should_stop: Callable[[], bool] = lambda: False, progress: bool = True
     ) -> int:
-        """Train until `steps` steps are done, `should_stop()`, or the idle timeout; returns steps done."""
+        """Train until `steps` steps are done, the group budget is spent, `should_stop()`, or the idle
+        timeout; returns steps done."""
         target = self.run_cfg.steps
         iterations = self.run_cfg.learner.num_iterations
         done = self.learner.step_count // iterations
@@ -238,6 +251,13 @@ class LearnerService:
         idle_since = time.monotonic()
         try:
             while done < target and not should_stop():
+                if self.budget_spent():  # the generator is done: train what is left, then stop
+                    last = self.accumulator.flush()
+                    if last:
+                        self.train_one_step(last)
+                        done = self.learner.step_count // iterations
+                        bar.update(1)
+                    break
                 records = self._next_step_records(timeout_s=2.0)
                 if records is None:
                     idle = time.monotonic() - idle_since

@@ -43,10 +43,11 @@ def _mount_components() -> None:
 
     app.command("drift")(drift)
 
-    from producers.evaluation.cli import eval_command, eval_sets_command
+    from producers.evaluation.cli import eval_command, eval_sets_command, heldout_command
 
     app.command("eval")(eval_command)
     app.command("eval-sets")(eval_sets_command)
+    app.command("heldout")(heldout_command)
 
     from streams.cli import replay, worker
 
@@ -133,12 +134,19 @@ def run(config: Optional[Path] = typer.Option(None, "--config", exists=True, dir
 
 @app.command("experiment")
 def experiment(config: Path = typer.Option(..., exists=True, dir_okay=False,
-                                           help="ExperimentConfig YAML (presets/)")) -> None:
-    """Train every arm x seed with the full loop, evaluate on held-out bugs, write tables and plots."""
-    from infra.compose.experiment import ExperimentConfig, run_experiment
+                                           help="ExperimentConfig YAML (presets/)"),
+               report_only: bool = typer.Option(False, "--report-only",
+                                                help="only rebuild results.json/.md, replay, audit and curves "
+                                                     "from the committed per-run results")) -> None:
+    """Bring every run (arm x seed) to complete: skip finished ones, resume cut ones, redo lost
+    ones; each is evaluated and its results written as soon as it has trained. Then the tables."""
+    from infra.compose.experiment import ExperimentConfig, run_experiment, write_report
 
     cfg = ExperimentConfig.from_yaml(config)
-    run_experiment(cfg)
+    if report_only:
+        write_report(cfg)
+    else:
+        run_experiment(cfg)
     typer.echo((cfg.dir / "results.md").read_text())
     typer.echo(f"experiment folder: {cfg.dir}")
 

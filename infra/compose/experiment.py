@@ -1,17 +1,27 @@
-"""`reshaper experiment --config exp.yaml`: raw vs reshaped rewards, same everything else.
+"""`reshaper experiment --config exp.yaml`: reshaping arms against each other, same everything else.
 
-For every arm (a reshaping preset name or YAML path) and seed, the full streaming loop
-(`infra.compose.orchestrator.Orchestrator`) trains one run with the same model, corpus, sample
-budget and seed. Then each arm's final policy, and the base model (version 0), is
-evaluated on held-out bugs (the validation split and HumanEval with injected bugs) at a
-fixed sample budget. Written into <out_dir>/<name>/:
+The unit is one run: an arm (a reshaping preset or YAML path, with the run settings it
+changes) and a seed. Each run trains through the full streaming loop
+(`infra.compose.orchestrator.Orchestrator`); as soon as it has trained, its final policy is
+evaluated on the held-out sets, its stored feedback replayed under every arm's rules and its
+successes audited for hacks, and all of it is written as small text files into
+`<out_dir>/<name>/results/<arm>-s<seed>/`, a manifest last. Those folders are what the
+repository keeps (the run folders, `<name>/runs/`, with weights and stores, are not), so the
+experiment goes on from any machine that has the repository:
 
-  experiment.yaml, configs/<run>.yaml   what was used
-  eval/<arm>-s<seed>-<set>.json         every evaluation report
-  results.json, results.md              mean ± 95% t-interval over seeds (n=1: no interval)
-  curves.png                            pass rate and reshaped reward by policy version, per arm
-  replay.json                           every arm's config replayed over each run's stored feedback
-  audit.json, audit.md                  hack-flagged share of successes; top-5 rewarded samples
+    results/<unit>/run.yaml, reshaping.yaml    what the run used
+    results/<unit>/summary.json                its report (rollouts generated and trained, wall time)
+    results/<unit>/learner_metrics.csv         the learner's curve, per step
+    results/<unit>/curve.csv                   pass rate and reshaped reward per policy version
+    results/<unit>/eval/<set>.json             evaluation reports, every candidate's outcome
+    results/<unit>/replay.json                 every arm's rules over this run's stored feedback
+    results/<unit>/audit.json                  hack-flagged share of successes; top-5 rewarded samples
+    results/<unit>/manifest.json               sha256 of each file above: the unit is complete
+    results/base[-s<seed>]/eval/<set>.json     the base model, evaluated once per corpus seed
+
+`results.json` and `results.md` (means over seeds, every paired comparison, the
+pre-registered family with Holm's correction, the runs' rollouts and wall time), `replay.json`,
+`audit.*` and `curves.png` are rebuilt from those folders alone (`--report-only`).
 
 Each run's topics carry the run name as their prefix (`RunConfig.topics`), so two runs of
 one arm on one broker never read each other's tasks, rollouts or advantages, while the
@@ -21,28 +31,33 @@ arm's rules, and so its config id, stay the same in every run.
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from producers.evaluation.advantage_compare import compare_configs
+from infra.compose.experiment_plan import (BASE, MANIFEST, Action, RunFolder, Unit, decide, folder_manifest_intact,
+                                           manifest_of, order_units, read_folder_files, run_folder_state)
+from infra.compose.experiment_results import (HEADLINE, audit_markdown, curve_csv, load_reports,  # noqa: F401
+                                              paired_markdown, paired_table, primary_table, results_markdown,
+                                              results_table, run_rows, runs_markdown, unit_folder_name)
 from producers.evaluation.converters import EVAL_SETS, select_tasks
-from producers.evaluation.eval import evaluate_policy
-from producers.evaluation.run_folder import base_model_dir, final_policy
-from producers.evaluation.metrics import CandidateOutcome, compare_paired, t_interval
-
-HEADLINE = ("success_at_1", "pass_at_k", "mean_pass_fraction", "hacked_success_share")
 
 
 class EvalBudget(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    sets: list[str] = Field(["validation", "humaneval"], description="held-out sets: validation, humaneval")
-    max_tasks: int = Field(20, ge=1, description="tasks per set (spread over functions, the same for every arm: see select_tasks)")
+    sets: list[str] = Field(["validation", "humaneval"],
+                            description="held-out sets: " + ", ".join(EVAL_SETS))
+    max_tasks: int = Field(20, ge=1, description="tasks per set (spread over functions, the same for every arm: "
+                           "see select_tasks)")
     k: int = Field(4, ge=1, description="pass@k")
     n: int | None = Field(None, ge=1, description="samples per task (default k)")
+    greedy_only: bool = Field(False, description="only the greedy repair per task (success@1): no samples, no pass@k")
     temperature: float = Field(0.8, gt=0, description="sampling temperature of the n samples")
     max_new_tokens: int = Field(256, ge=1, description="completion cap at evaluation")
     sandbox_workers: int = Field(2, ge=1, description="sandbox processes for evaluation")
@@ -50,6 +65,25 @@ class EvalBudget(BaseModel):
         "transformers", description="generation engine of the evaluation: transformers (the exact reference) or "
         "ctranslate2 (on every core; at float32 it agrees with transformers to about 1e-4 per token)")
     compute_type: Literal["float32", "int8"] = Field("float32", description="ctranslate2's precision")
+
+    @model_validator(mode="after")
+    def _known_sets(self) -> EvalBudget:
+        unknown = [s for s in self.sets if s not in EVAL_SETS]
+        if unknown:
+            raise ValueError(f"unknown eval sets {unknown}; known: {list(EVAL_SETS)}")
+        return self
+
+
+class AnalysisConfig(BaseModel):
+    """The confirmatory comparisons, fixed before the first run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    primary: list[tuple[str, str]] = Field(
+        default_factory=list, description="(a, b) arm pairs whose b - a greedy success@1 is the primary endpoint, "
+        "on every eval set; their McNemar p-values are Holm-adjusted as one family")
+    alpha: float = Field(0.05, gt=0, lt=1, description="family-wise error rate of the primary comparisons")
+    resamples: int = Field(10_000, ge=100, description="bootstrap resamples of every paired interval (seeded)")
 
 
 class ArmSpec(BaseModel):
@@ -70,13 +104,48 @@ class ExperimentConfig(BaseModel):
         {"raw": "raw", "full": "full"},
         description="arm name -> reshaping preset name or YAML path, or an ArmSpec (rules plus run settings)")
     seeds: list[int] = Field([0, 1, 2], min_length=1, description="one run per arm and seed")
+    corpus_seed: int | None = Field(
+        None, description="one corpus for every run (its train tasks and held-out sets), apart from the training "
+        "seed; the base model is then evaluated once. None: each run's corpus seed is its training seed")
     run: dict = Field(default_factory=dict, description="RunConfig fields shared by every run (model, steps, ...)")
     eval: EvalBudget = Field(default_factory=EvalBudget)
     evaluate_base: bool = Field(True, description="also evaluate the base model (policy version 0)")
+    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
+
+    @model_validator(mode="after")
+    def _arms_named(self) -> ExperimentConfig:
+        if BASE in self.arms:
+            raise ValueError(f"{BASE!r} names the base model's evaluation; call the arm something else")
+        unknown = sorted({a for pair in self.analysis.primary for a in pair} - set(self.arms) - {BASE})
+        if unknown:
+            raise ValueError(f"primary comparisons name arms the experiment lacks: {unknown}")
+        return self
 
     @property
     def dir(self) -> Path:
         return Path(self.out_dir) / self.name
+
+    @property
+    def results_dir(self) -> Path:
+        return self.dir / "results"
+
+    @property
+    def shared_base(self) -> bool:
+        return self.corpus_seed is not None
+
+    def corpus_seed_of(self, seed: int) -> int:
+        return seed if self.corpus_seed is None else self.corpus_seed
+
+    def base_seeds(self) -> list[int]:
+        if not self.evaluate_base:
+            return []
+        return [self.corpus_seed] if self.shared_base else list(self.seeds)
+
+    def units(self) -> list[Unit]:
+        return order_units(list(self.arms), self.seeds, self.base_seeds())
+
+    def unit_dir(self, unit: Unit) -> Path:
+        return self.results_dir / unit_folder_name(unit, self.shared_base)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> ExperimentConfig:
@@ -109,141 +178,232 @@ def run_reshaping_file(cfg: ExperimentConfig, arm: str, seed: int) -> Path:
 
 def arm_run_config(cfg: ExperimentConfig, arm: str, seed: int):
     """The RunConfig of one run: the shared settings, the arm's own over them, then its name,
-    seed, folder and rules."""
+    seed, corpus seed, folder and rules."""
     from infra.compose.run_config import RunConfig, deep_merge
 
-    return RunConfig.model_validate({**deep_merge(cfg.run, arm_spec(cfg.arms[arm]).run),
+    fixed = {"corpus_seed": cfg.corpus_seed} if cfg.corpus_seed is not None else {}
+    return RunConfig.model_validate({**deep_merge(cfg.run, arm_spec(cfg.arms[arm]).run), **fixed,
                                      "name": run_name(cfg, arm, seed), "seed": seed,
                                      "runs_dir": str(cfg.dir / "runs"),
                                      "topics": {"prefix": f"{run_name(cfg, arm, seed)}."},
                                      "reshaping": str(run_reshaping_file(cfg, arm, seed))})
 
 
-def train_arm(cfg: ExperimentConfig, arm: str, seed: int, progress: bool = True) -> Path:
-    """One full streaming run; a finished run (report/summary.json) is kept, a broken one resumed."""
-    from infra.compose.orchestrator import Orchestrator
+# --- the steps of a unit (replaceable, so the planning is tested without training) -------
 
-    run_cfg = arm_run_config(cfg, arm, seed)
-    if not (run_cfg.run_dir / "report" / "summary.json").exists():
-        Orchestrator(run_cfg, resume=(run_cfg.run_dir / "run.yaml").exists()).run(progress=progress)
-    return run_cfg.run_dir
+Train = Callable[[object, bool], Path]  # (RunConfig, resume) -> the trained run folder
+EvalSets = Callable[[int], dict[str, list[dict]]]  # corpus seed -> set name -> tasks
+# (model name or dir, adapter or None, policy version, the sets, seed) -> set name -> report dict
+Evaluate = Callable[[str, Path | None, int, dict[str, list[dict]], int], dict[str, dict]]
+Analyse = Callable[[ExperimentConfig, str, int, Path], tuple[list[dict], dict]]  # -> (replay rows, audit)
 
 
-def eval_sets(cfg: ExperimentConfig, seed: int) -> dict[str, list[dict]]:
-    """The held-out sets of the corpus the seed's runs trained beside (same corpus config)."""
-    from producers.corpus import CorpusBuildConfig, cached_build, read_tasks
+@dataclass
+class UnitSteps:
+    train: Train
+    eval_sets: EvalSets
+    evaluate: Evaluate
+    analyse: Analyse
+
+
+def real_steps(cfg: ExperimentConfig, progress: bool = True) -> UnitSteps:
+    """Training through the streaming loop, evaluation in the sandbox, analysis on the run's store."""
+    from streams.sandbox import SandboxConfig, SandboxPool
+
+    def train(run_cfg, resume: bool) -> Path:
+        from infra.compose.orchestrator import Orchestrator
+
+        Orchestrator(run_cfg, resume=resume).run(progress=progress)
+        return run_cfg.run_dir
+
+    def evaluate(model: str, adapter: Path | None, version: int, sets: dict[str, list[dict]],
+                 seed: int) -> dict[str, dict]:
+        from infra.compose.orchestrator import resolve_model_dir
+        from producers.evaluation.eval import evaluate_policy
+
+        b = cfg.eval
+        out = {}
+        with SandboxPool(SandboxConfig(workers=b.sandbox_workers)) as pool:
+            for set_name, tasks in sets.items():
+                report = evaluate_policy(resolve_model_dir(model), tasks, adapter=adapter, policy_version=version,
+                                         k=b.k, n=b.n, temperature=b.temperature, max_new_tokens=b.max_new_tokens,
+                                         pool=pool, seed=seed, greedy_only=b.greedy_only, backend=b.backend,
+                                         compute_type=b.compute_type)
+                out[set_name] = report.to_dict()
+        return out
+
+    return UnitSteps(train=train, eval_sets=lambda corpus_seed: eval_sets(cfg, corpus_seed), evaluate=evaluate,
+                     analyse=analyse_run)
+
+
+def shared_run_config(cfg: ExperimentConfig, corpus_seed: int):
+    """The run settings every arm shares, on `corpus_seed`: what decides the corpus and the model."""
+    from infra.compose.run_config import RunConfig
+
+    return RunConfig.model_validate({**cfg.run, "seed": corpus_seed, "corpus_seed": corpus_seed})
+
+
+def eval_sets(cfg: ExperimentConfig, corpus_seed: int) -> dict[str, list[dict]]:
+    """The held-out sets of the corpus the runs trained beside (same corpus config); each is
+    also written as JSONL under eval_sets/, so what was evaluated is kept with the results."""
+    from producers.corpus import cached_build, read_tasks
     from producers.evaluation.taskfile import write_eval_tasks
 
-    corpus = cached_build(CorpusBuildConfig(seed=seed, max_functions=cfg.run.get("max_functions")))
+    corpus = cached_build(shared_run_config(cfg, corpus_seed).corpus_config())
     records = list(read_tasks(corpus))
     sets = {}
     for name in cfg.eval.sets:
         tasks = select_tasks(records, limit=cfg.eval.max_tasks, **EVAL_SETS[name])
-        if tasks:
-            sets[name] = tasks
-            write_eval_tasks(cfg.dir / "eval_sets" / f"s{seed}-{name}.jsonl", tasks)
+        if not tasks:  # a design that names a set must get it: an empty one would silently drop an endpoint
+            raise ValueError(f"the corpus of seed {corpus_seed} has no tasks for eval set {name!r}")
+        sets[name] = tasks
+        write_eval_tasks(cfg.dir / "eval_sets" / f"s{corpus_seed}-{name}.jsonl", tasks)
     return sets
 
 
-def _headline(report: dict) -> dict[str, float | None]:
-    overall = report["overall"]
-    pass_k = overall["pass_at_k"]
-    return {"success_at_1": overall["success_at_1"], "pass_at_k": pass_k[max(pass_k, key=int)] if pass_k else None,
-            "mean_pass_fraction": overall["mean_pass_fraction"],
-            "hacked_success_share": overall["hacked_success_share"]}
+# --- one unit -----------------------------------------------------------------------------
+
+def unit_action(cfg: ExperimentConfig, unit: Unit) -> Action:
+    if unit.is_base:  # no run folder: the base model is only evaluated
+        return decide(folder_manifest_intact(cfg.unit_dir(unit)), RunFolder(False, False), True)
+    run_dir = cfg.dir / "runs" / run_name(cfg, unit.arm, unit.seed)
+    return decide(folder_manifest_intact(cfg.unit_dir(unit)), run_folder_state(run_dir))
 
 
-def evaluate_all(cfg: ExperimentConfig, runs: dict[tuple[str, int], Path]) -> dict[tuple[str, int, str], dict]:
-    from streams.sandbox import SandboxConfig, SandboxPool
-
-    b = cfg.eval
-    reports: dict[tuple[str, int, str], dict] = {}
-    with SandboxPool(SandboxConfig(workers=b.sandbox_workers)) as pool:
-        for seed in cfg.seeds:
-            sets = eval_sets(cfg, seed)
-            policies = {arm: final_policy(runs[arm, seed]) for arm in cfg.arms}
-            base = base_model_dir(runs[next(iter(cfg.arms)), seed])
-            if cfg.evaluate_base:
-                policies = {"base": (None, 0), **policies}
-            for arm, (adapter, version) in policies.items():
-                for set_name, tasks in sets.items():
-                    path = cfg.dir / "eval" / f"{arm}-s{seed}-{set_name}.json"
-                    if not path.exists():
-                        report = evaluate_policy(base, tasks, adapter=adapter, policy_version=version, k=b.k, n=b.n,
-                                                 temperature=b.temperature, max_new_tokens=b.max_new_tokens,
-                                                 pool=pool, seed=seed, backend=b.backend, compute_type=b.compute_type)
-                        report.write_json(path)
-                    reports[arm, seed, set_name] = json.loads(path.read_text())
-    return reports
+def _write(folder: Path, name: str, text: str) -> None:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
 
 
-def results_table(reports: dict[tuple[str, int, str], dict]) -> list[dict]:
-    """One row per (arm, set, metric): mean ± 95% t-interval over seeds."""
-    rows = []
-    keys = sorted({(arm, s) for arm, _, s in reports}, key=lambda a: (a[0] != "base", a))
-    for arm, set_name in keys:
-        per_seed = [_headline(r) for (a, _, s), r in sorted(reports.items()) if a == arm and s == set_name]
-        for metric in HEADLINE:
-            values = [h[metric] for h in per_seed if h[metric] is not None]
-            iv = t_interval(values) if values else None
-            rows.append({"arm": arm, "set": set_name, "metric": metric, "seeds": len(values),
-                         "mean": iv.mean if iv else None, "ci95_half_width": iv.half_width if iv else None,
-                         "text": str(iv) if iv else "-"})
-    return rows
+def _fresh(folder: Path) -> Path:
+    """A results folder written from scratch: what a cut write left is not mixed in."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder
 
 
-def results_markdown(rows: list[dict]) -> str:
-    lines = ["| arm | set | " + " | ".join(HEADLINE) + " |", "|---|---|" + "---|" * len(HEADLINE)]
-    cells: dict[tuple[str, str], dict[str, str]] = {}
-    for r in rows:
-        cells.setdefault((r["arm"], r["set"]), {})[r["metric"]] = r["text"]
-    for (arm, set_name), by_metric in cells.items():
-        lines.append(f"| {arm} | {set_name} | " + " | ".join(by_metric.get(m, "-") for m in HEADLINE) + " |")
-    return "\n".join(lines) + ("\n\nmean ± half width of a 95% Student-t interval over seeds; "
-                               "n=1: one seed, no interval.\n")
+def _seal(folder: Path) -> None:
+    """The manifest, written last: from now on the unit is complete."""
+    _write(folder, MANIFEST, json.dumps(manifest_of(read_folder_files(folder)), indent=2) + "\n")
 
 
-def paired_table(reports: dict[tuple[str, int, str], dict], resamples: int = 10_000) -> list[dict]:
-    """Every later arm against every earlier one (base first, then the arms in their order), per
-    set: the per-task differences pooled over seeds (a task of seed s pairs with the same task
-    of seed s), with bootstrap intervals and McNemar on greedy successes."""
-    arms = sorted(dict.fromkeys(a for a, _, _ in reports), key=lambda a: a != "base")  # stable: arm order kept
-    rows = []
-    for set_name in sorted({s for _, _, s in reports}):
-        outcomes = {arm: [CandidateOutcome(**{**c, "task_id": f"s{seed}/{c['task_id']}",
-                                              "hack_flags": tuple(c["hack_flags"])})
-                          for (a, seed, s), r in sorted(reports.items()) if a == arm and s == set_name
-                          for c in r["candidates"]]
-                    for arm in arms}
-        for i, a in enumerate(arms):
-            for b in arms[i + 1:]:
-                if not outcomes[a] or not outcomes[b]:
-                    continue
-                cmp = compare_paired(outcomes[a], outcomes[b], resamples=resamples)
-                rows.append({"set": set_name, "a": a, "b": b, "tasks": cmp["tasks"],
-                             **{key: {"mean": cmp[key].mean, "low": cmp[key].low, "high": cmp[key].high}
-                                for key in ("greedy", "sample_pass_rate", "pass_fraction")},
-                             "mcnemar": {"only_a": cmp["mcnemar_greedy"].only_a,
-                                         "only_b": cmp["mcnemar_greedy"].only_b,
-                                         "p_value": cmp["mcnemar_greedy"].p_value}})
-    return rows
+def finish_base(cfg: ExperimentConfig, unit: Unit, steps: UnitSteps) -> None:
+    folder = _fresh(cfg.unit_dir(unit))
+    sets = steps.eval_sets(unit.seed)
+    model = shared_run_config(cfg, unit.seed).model
+    for set_name, report in steps.evaluate(model, None, 0, sets, unit.seed).items():
+        _write(folder, f"eval/{set_name}.json", json.dumps(report, indent=2) + "\n")
+    _seal(folder)
 
 
-def paired_markdown(rows: list[dict]) -> str:
-    lines = ["| set | b − a | tasks | success@1 | sample pass rate | pass fraction | McNemar (a only / b only, p) |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        cells = [f"{r[k]['mean']:+.3f} [{r[k]['low']:+.3f}, {r[k]['high']:+.3f}]"
-                 for k in ("greedy", "sample_pass_rate", "pass_fraction")]
-        m = r["mcnemar"]
-        lines.append(f"| {r['set']} | {r['b']} − {r['a']} | {r['tasks']} | " + " | ".join(cells)
-                     + f" | {m['only_a']} / {m['only_b']}, p={m['p_value']:.3f} |")
-    return "\n".join(lines) + ("\n\nper-task differences pooled over seeds; [95% percentile bootstrap over "
-                               "tasks]; McNemar: exact two-sided test on greedy successes.\n")
+def finish_run(cfg: ExperimentConfig, unit: Unit, run_dir: Path, steps: UnitSteps) -> None:
+    """A trained run's results: its configs and report, the evaluation of its final policy, the
+    replay of its feedback under every arm's rules and its hack audit."""
+    from producers.evaluation.run_folder import final_policy
+
+    run_cfg = arm_run_config(cfg, unit.arm, unit.seed)
+    folder = _fresh(cfg.unit_dir(unit))
+    report = run_dir / "report"
+    for name in ("run.yaml", "reshaping.yaml", "summary.json", "learner_metrics.csv", "heldout.csv"):
+        if (report / name).exists():
+            _write(folder, name, (report / name).read_text())
+    summary = json.loads((report / "summary.json").read_text())
+    _write(folder, "curve.csv", curve_csv(summary))
+    adapter, version = final_policy(run_dir)
+    sets = steps.eval_sets(cfg.corpus_seed_of(unit.seed))
+    for set_name, rep in steps.evaluate(run_cfg.model, adapter, version, sets, unit.seed).items():
+        _write(folder, f"eval/{set_name}.json", json.dumps(rep, indent=2) + "\n")
+    replay, audit = steps.analyse(cfg, unit.arm, unit.seed, run_dir)
+    _write(folder, "replay.json", json.dumps(replay, indent=2, default=str) + "\n")
+    _write(folder, "audit.json", json.dumps(audit, indent=2, default=str) + "\n")
+    _seal(folder)
 
 
-def plot_curves(cfg: ExperimentConfig, runs: dict[tuple[str, int], Path], path: Path) -> Path:
-    """Pass rate (raw reward) and reshaped reward by policy version (one per learner step), per arm."""
+def do_unit(cfg: ExperimentConfig, unit: Unit, steps: UnitSteps) -> Action:
+    """Bring one unit to complete; returns what it needed."""
+    action = unit_action(cfg, unit)
+    if action == "complete":
+        return action
+    if unit.is_base:
+        finish_base(cfg, unit, steps)
+        return action
+    run_cfg = arm_run_config(cfg, unit.arm, unit.seed)
+    if action in ("resume", "start"):
+        if action == "start" and run_cfg.run_dir.exists():  # a folder cut before it recorded its config
+            shutil.rmtree(run_cfg.run_dir)
+        steps.train(run_cfg, action == "resume")
+        if not run_folder_state(run_cfg.run_dir).trained:
+            raise RuntimeError(f"{run_cfg.name} stopped before it finished training; run the experiment again "
+                               "to resume it")
+    finish_run(cfg, unit, run_cfg.run_dir, steps)
+    return action
+
+
+def run_experiment(cfg: ExperimentConfig, progress: bool = True, steps: UnitSteps | None = None) -> dict:
+    """Bring every unit to complete, in order, then rebuild the experiment's tables; returns
+    results.json's content."""
+    steps = steps or real_steps(cfg, progress)
+    cfg.dir.mkdir(parents=True, exist_ok=True)
+    (cfg.dir / "experiment.yaml").write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
+    for unit in cfg.units():
+        action = do_unit(cfg, unit, steps)
+        if progress:
+            print(f"[experiment] {unit_folder_name(unit, cfg.shared_base)}: {action}", flush=True)
+    return write_report(cfg)
+
+
+# --- the experiment's tables, from the results folders alone ---------------------------------
+
+def build_results(cfg: ExperimentConfig) -> tuple[dict, str]:
+    """results.json's content and results.md's text, from the committed results folders."""
+    reports = load_reports(cfg.results_dir, list(cfg.arms), cfg.seeds, cfg.eval.sets, cfg.shared_base,
+                           cfg.evaluate_base)
+    rows = results_table(reports)
+    paired = paired_table(reports, resamples=cfg.analysis.resamples)
+    primary = primary_table(reports, cfg.analysis.primary, cfg.eval.sets, cfg.analysis.alpha,
+                            resamples=cfg.analysis.resamples)
+    runs = run_rows(cfg.results_dir, cfg.units(), cfg.shared_base, cfg.eval.sets)
+    complete = [u for u in cfg.units() if folder_manifest_intact(cfg.unit_dir(u))]
+    results = {"experiment": cfg.name, "seeds": cfg.seeds, "corpus_seed": cfg.corpus_seed,
+               "arms": cfg.model_dump(mode="json")["arms"], "eval": cfg.eval.model_dump(mode="json"),
+               "analysis": cfg.analysis.model_dump(mode="json"),
+               "complete_units": [unit_folder_name(u, cfg.shared_base) for u in complete],
+               "units": len(cfg.units()),
+               "interval": "95% Student-t over seeds; none with one seed", "rows": rows,
+               "primary": primary, "paired": paired, "runs": runs}
+    md = [f"# {cfg.name}", "", f"{len(complete)} of {len(cfg.units())} units complete.", "",
+          results_markdown(rows)]
+    if cfg.analysis.primary:
+        md += ["## Primary comparisons (pre-registered; Holm over "
+               f"{len(cfg.analysis.primary) * len(cfg.eval.sets)} tests, alpha {cfg.analysis.alpha})", "",
+               paired_markdown(primary)]
+    md += ["## Every paired comparison", "", paired_markdown(paired), "## Runs", "", runs_markdown(runs)]
+    return results, "\n".join(md)
+
+
+def write_report(cfg: ExperimentConfig) -> dict:
+    results, md = build_results(cfg)
+    (cfg.dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (cfg.dir / "results.md").write_text(md)
+    replay, audit = [], []
+    for unit in cfg.units():
+        folder = cfg.unit_dir(unit)
+        if not unit.is_base and folder_manifest_intact(folder):
+            replay += json.loads((folder / "replay.json").read_text())
+            audit.append(json.loads((folder / "audit.json").read_text()))
+    (cfg.dir / "replay.json").write_text(json.dumps(replay, indent=2) + "\n")
+    (cfg.dir / "audit.json").write_text(json.dumps(audit, indent=2) + "\n")
+    (cfg.dir / "audit.md").write_text(audit_markdown(audit))
+    plot_curves(cfg, cfg.dir / "curves.png")
+    return results
+
+
+def plot_curves(cfg: ExperimentConfig, path: Path) -> Path:
+    """Pass rate (raw reward) and reshaped reward by policy version, per arm, from each run's curve.csv."""
+    import csv
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -251,23 +411,27 @@ def plot_curves(cfg: ExperimentConfig, runs: dict[tuple[str, int], Path], path: 
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     for i, arm in enumerate(cfg.arms):
-        colour = f"C{i}"
         for seed in cfg.seeds:
-            summary = json.loads((runs[arm, seed] / "report" / "summary.json").read_text())
-            rows = summary.get("by_policy_version", [])
-            versions = [r["policy_version"] for r in rows]
+            curve = cfg.unit_dir(Unit(arm, seed)) / "curve.csv"
+            if not curve.exists():
+                continue
+            rows = list(csv.DictReader(curve.open()))
+            versions = [int(r["policy_version"]) for r in rows]
             for ax, key in zip(axes, ("pass_rate", "reward_enhanced")):
-                ax.plot(versions, [r[key] for r in rows], marker="o", color=colour, alpha=0.8,
+                ax.plot(versions, [float(r[key]) for r in rows], marker="o", color=f"C{i}", alpha=0.8,
                         label=arm if seed == cfg.seeds[0] else None)
     for ax, title in zip(axes, ("training pass rate (raw reward)", "reshaped reward (reward_enhanced)")):
         ax.set_title(title)
         ax.set_xlabel("policy version (= learner step)")
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
+
+# --- a run's analysis, from its store -----------------------------------------------------
 
 def _run_store(run_dir: Path):
     from consumers.store import open_store
@@ -288,75 +452,30 @@ def _feedback_events(store, generator_id: str) -> list[dict]:
     return rows
 
 
-def replay_comparison(cfg: ExperimentConfig, runs: dict[tuple[str, int], Path]) -> list[dict]:
-    """Every arm's rules over each run's stored feedback (pure core, no retraining)."""
-    configs = [arm_config(spec) for spec in cfg.arms.values()]
-    out = []
-    for (arm, seed), run_dir in runs.items():
-        with _run_store(run_dir) as store:
-            feedback = _feedback_events(store, f"{run_name(cfg, arm, seed)}-gen-0")
-        for stats in compare_configs(feedback, configs) if feedback else []:
-            out.append({"run": run_name(cfg, arm, seed), "source": "reshape_group over stored feedback",
-                        **stats.__dict__})
-    return out
-
-
-def hack_audit(cfg: ExperimentConfig, runs: dict[tuple[str, int], Path], top: int = 5) -> list[dict]:
-    """Per run: the hack-flagged share of successful training candidates and the `top`
+def analyse_run(cfg: ExperimentConfig, arm: str, seed: int, run_dir: Path, top: int = 5) -> tuple[list[dict], dict]:
+    """Every arm's rules over the run's stored feedback (pure core, no retraining), and its hack
+    audit: the hack-flagged share of successful training candidates and the `top`
     highest-reward samples with their text, for a person to read."""
-    out = []
-    for (arm, seed), run_dir in runs.items():
-        config_id = json.loads((run_dir / "report" / "summary.json").read_text())["config_id"]
-        g = f"{run_name(cfg, arm, seed)}-gen-0"
-        with _run_store(run_dir) as store:
-            feedback = _feedback_events(store, g)
-            best = store.query(
-                "SELECT a.reward_enhanced AS reward, a.advantage AS advantage, f.task_id AS task_id, "
-                "f.tests_passed AS passed, f.tests_total AS total, f.hack_flags AS hack_flags, "
-                "f.completion_text AS completion_text "
-                "FROM (SELECT rollout_id, reward_enhanced, advantage FROM advantages FINAL "
-                "      WHERE config_id = {c:String}) AS a "
-                "INNER JOIN (SELECT * FROM feedback FINAL) AS f ON a.rollout_id = f.rollout_id "
-                "ORDER BY reward DESC LIMIT {n:UInt32}", {"c": config_id, "n": top}).as_dicts()
-        successes = [f for f in feedback if f["tests_total"] > 0 and min(f["pass_fraction_runs"]) == 1.0]
-        flagged = sum(bool(f["hack_flags"]) for f in successes)
-        out.append({"arm": arm, "seed": seed, "successes": len(successes), "flagged_successes": flagged,
-                    "flagged_share": flagged / len(successes) if successes else None,
-                    "top_samples": [{**b, "hack_flags": list(b["hack_flags"])} for b in best]})
-    return out
+    from producers.evaluation.advantage_compare import compare_configs
 
-
-def audit_markdown(audit: list[dict]) -> str:
-    lines = ["# Reward-hacking audit", ""]
-    for a in audit:
-        share = "-" if a["flagged_share"] is None else f"{a['flagged_share']:.3f}"
-        lines += [f"## {a['arm']} seed {a['seed']}: {a['flagged_successes']}/{a['successes']} successful "
-                  f"training candidates hack-flagged ({share})", ""]
-        for i, s in enumerate(a["top_samples"], 1):
-            lines += [f"### {i}. reward {s['reward']:.3f}, advantage {s['advantage']:+.3f}, {s['task_id']}, "
-                      f"tests {s['passed']}/{s['total']}, flags {s['hack_flags'] or 'none'}", "",
-                      "```", s["completion_text"][:1500], "```", ""]
-    return "\n".join(lines)
-
-
-def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> dict:
-    """Train every arm x seed, evaluate, and write the experiment folder; returns results.json's content."""
-    cfg.dir.mkdir(parents=True, exist_ok=True)
-    (cfg.dir / "experiment.yaml").write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
-    runs = {(arm, seed): train_arm(cfg, arm, seed, progress) for seed in cfg.seeds for arm in cfg.arms}
-    reports = evaluate_all(cfg, runs)
-    rows = results_table(reports)
-    results = {"experiment": cfg.name, "seeds": cfg.seeds, "arms": cfg.model_dump(mode="json")["arms"],
-               "interval": "95% Student-t over seeds; none with one seed", "rows": rows,
-               "runs": {run_name(cfg, a, s): str(d) for (a, s), d in runs.items()}}
-    (cfg.dir / "results.json").write_text(json.dumps(results, indent=2))
-    paired = paired_table(reports)
-    results["paired"] = paired
-    (cfg.dir / "results.json").write_text(json.dumps(results, indent=2))
-    (cfg.dir / "results.md").write_text(results_markdown(rows) + "\n" + paired_markdown(paired))
-    plot_curves(cfg, runs, cfg.dir / "curves.png")
-    (cfg.dir / "replay.json").write_text(json.dumps(replay_comparison(cfg, runs), indent=2))
-    audit = hack_audit(cfg, runs)
-    (cfg.dir / "audit.json").write_text(json.dumps(audit, indent=2, default=str))
-    (cfg.dir / "audit.md").write_text(audit_markdown(audit))
-    return results
+    name = run_name(cfg, arm, seed)
+    config_id = json.loads((run_dir / "report" / "summary.json").read_text())["config_id"]
+    with _run_store(run_dir) as store:
+        feedback = _feedback_events(store, f"{name}-gen-0")
+        best = store.query(
+            "SELECT a.reward_enhanced AS reward, a.advantage AS advantage, f.task_id AS task_id, "
+            "f.tests_passed AS passed, f.tests_total AS total, f.hack_flags AS hack_flags, "
+            "f.completion_text AS completion_text "
+            "FROM (SELECT rollout_id, reward_enhanced, advantage FROM advantages FINAL "
+            "      WHERE config_id = {c:String}) AS a "
+            "INNER JOIN (SELECT * FROM feedback FINAL) AS f ON a.rollout_id = f.rollout_id "
+            "ORDER BY reward DESC, f.rollout_id LIMIT {n:UInt32}", {"c": config_id, "n": top}).as_dicts()
+    configs = [arm_config(spec) for spec in cfg.arms.values()]
+    replay = [{"run": name, "source": "reshape_group over stored feedback", **stats.__dict__}
+              for stats in (compare_configs(feedback, configs) if feedback else [])]
+    successes = [f for f in feedback if f["tests_total"] > 0 and min(f["pass_fraction_runs"]) == 1.0]
+    flagged = sum(bool(f["hack_flags"]) for f in successes)
+    audit = {"arm": arm, "seed": seed, "successes": len(successes), "flagged_successes": flagged,
+             "flagged_share": flagged / len(successes) if successes else None,
+             "top_samples": [{**b, "hack_flags": list(b["hack_flags"])} for b in best]}
+    return replay, audit

@@ -49,6 +49,20 @@ def _free_port_pair(port: int) -> int:
 MAX_RESTARTS = 3
 
 
+def resolve_model_dir(model: str) -> Path:
+    """The local model directory of a run's `model` setting (smollm2, tiny or a HF directory)."""
+    from producers.generator.model_store import build_tiny_model, cached_smollm2, init_model
+
+    if model == "smollm2":
+        return cached_smollm2()
+    if model == "tiny":
+        out = home_dir() / "models" / "tiny-llama"
+        if not (out / "config.json").exists():
+            build_tiny_model(out, tokenizer_from=cached_smollm2())
+        return out
+    return init_model(home_dir() / "models" / Path(model).name, source=model)
+
+
 class RunError(RuntimeError):
     """The run cannot start or a component failed; the message says which and where its log is."""
 
@@ -193,16 +207,7 @@ class Orchestrator:
             raise RunError(str(exc)) from exc
 
     def model_dir(self) -> Path:
-        from producers.generator.model_store import build_tiny_model, cached_smollm2, init_model
-
-        if self.cfg.model == "smollm2":
-            return cached_smollm2()
-        if self.cfg.model == "tiny":
-            out = home_dir() / "models" / "tiny-llama"
-            if not (out / "config.json").exists():
-                build_tiny_model(out, tokenizer_from=cached_smollm2())
-            return out
-        return init_model(home_dir() / "models" / Path(self.cfg.model).name, source=self.cfg.model)
+        return resolve_model_dir(self.cfg.model)
 
     def publish_corpus(self, bootstrap: str, say) -> CorpusFeed | None:
         """Put the corpus's train tasks on the tasks topic, once per run folder.
@@ -211,12 +216,12 @@ class Orchestrator:
         the loop starts: each chunk of tested tasks is published as it is ready, so the
         generator starts on the first ones (the same seed gives the same tasks either way).
         """
-        from producers.corpus import CorpusBuildConfig, cached_corpus, read_tasks
+        from producers.corpus import cached_corpus, read_tasks
 
         marker = self.dir / ".tasks-published"
         if marker.exists():
             return None
-        config = CorpusBuildConfig(seed=self.cfg.seed, max_functions=self.cfg.max_functions)
+        config = self.cfg.corpus_config()
         cached = cached_corpus(config)
         if cached is not None:
             from producers.task_publisher import publish_tasks
@@ -258,20 +263,48 @@ class Orchestrator:
             c.frontier.model_copy(update={"min_samples": min(c.group_size, 4)})
         gen = GenerateRunConfig(generator=generator, curriculum=c.curriculum, frontier=frontier,
                                 config_id=reshaping.config_id, groups_per_step=c.groups_per_step,
-                                generator_id=f"{c.name}-gen-0", topics=c.topics)
+                                max_groups=c.max_generated_groups, generator_id=f"{c.name}-gen-0", topics=c.topics)
         files["generator"].write_text(yaml.safe_dump(gen.model_dump(mode="json"), sort_keys=False))
+        # a budget of generated groups fixes the schedule's length: the steps it can give at most
+        schedule_steps = c.steps if c.max_generated_groups is not None else max(c.steps, 10)
         learner = LearnerConfig.model_validate({
             **c.learner.model_dump(), **shared, "groups_per_step": c.groups_per_step,
-            "max_completion_length": c.max_new_tokens, "max_steps": max(c.steps, 10),
+            "max_completion_length": c.max_new_tokens, "max_steps": schedule_steps,
             "checkpoint_dir": d / "learner", "publish_dir": d / "policy"})
         learn = LearnRunConfig(config_id=reshaping.config_id, model_dir=model_dir, steps=c.steps,
+                               max_groups=c.max_generated_groups,
                                learner_id=f"{c.name}-learner", threads=c.learner_threads, learner=learner,
                                topics=c.topics)
         files["learner"].write_text(yaml.safe_dump(learn.model_dump(mode="json"), sort_keys=False))
         files["evaluator"].write_text(yaml.safe_dump(c.evaluator.model_dump(mode="json"), sort_keys=False))
         files["streams"].write_text(StreamSettings(sandbox_workers=c.sandbox_workers, topics=c.topics,
                                                    evaluator_config=c.evaluator).model_dump_json(indent=2))
+        if c.heldout.enabled:
+            from producers.evaluation.periodic import HeldoutRunConfig
+
+            files["heldout"] = d / "heldout.yaml"
+            heldout = HeldoutRunConfig(heldout=c.heldout, model_dir=model_dir, tasks=d / "heldout" / "tasks.jsonl",
+                                       max_new_tokens=c.max_new_tokens, config_id=reshaping.config_id, seed=c.seed,
+                                       out_dir=d / "heldout", topics=c.topics)
+            files["heldout"].write_text(yaml.safe_dump(heldout.model_dump(mode="json"), sort_keys=False))
         return files
+
+    def write_heldout_tasks(self, say) -> None:
+        """The fixed set of the periodic evaluation, from the run's corpus (built now if it is not
+        cached: the evaluator needs the set before the first version is announced)."""
+        from producers.corpus import cached_build, read_tasks
+        from producers.evaluation.converters import EVAL_SETS, select_tasks
+        from producers.evaluation.taskfile import write_eval_tasks
+
+        h, path = self.cfg.heldout, self.dir / "heldout" / "tasks.jsonl"
+        if path.exists():
+            return
+        corpus = cached_build(self.cfg.corpus_config())
+        tasks = select_tasks(list(read_tasks(corpus)), limit=h.max_tasks, **EVAL_SETS[h.eval_set])
+        if not tasks:
+            raise RunError(f"the corpus has no {h.eval_set!r} tasks for the held-out evaluation")
+        write_eval_tasks(path, tasks)
+        say(f"held-out evaluation: {len(tasks)} {h.eval_set} tasks, every {h.every} policy versions")
 
     # --- the run ----------------------------------------------------------------------
     def run(self, progress: bool = True) -> dict:
@@ -293,6 +326,8 @@ class Orchestrator:
         model_dir = self.model_dir()
         say(f"policy model {model_dir}")
         files = self.write_configs(model_dir, reshaping)
+        if c.heldout.enabled:
+            self.write_heldout_tasks(say)
         corpus_feed = self.publish_corpus(bootstrap, say)
 
         env = {**os.environ, "RESHAPER_BOOTSTRAP": bootstrap, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -309,6 +344,9 @@ class Orchestrator:
         generator = Component("generator", ["generate", "--config", str(files["generator"]), "--no-progress"],
                               logs / "generator.log")
         self.components = [worker, sink, learner, generator]
+        if c.heldout.enabled:
+            heldout = Component("heldout", ["heldout", "--config", str(files["heldout"])], logs / "heldout.log")
+            self.components.append(heldout)
         self.restarts = {comp.name: 0 for comp in self.components}
         tail = MetricsTail(bootstrap, reshaping.config_id, c.topics)
         interrupted = False
@@ -356,8 +394,11 @@ class Orchestrator:
         return summary
 
     def shutdown(self, bootstrap: str, app_id: str, sink_group: str, say) -> None:
-        worker, sink, learner, generator = self.components
+        worker, sink, learner, generator = self.components[:4]
         for comp in (generator, learner):
+            comp.stop()
+        for comp in self.components[4:]:  # the held-out evaluator: the versions still due, then stop
+            self._wait_heldout(comp, say)
             comp.stop()
         # the worker finishes what the generator produced; then the sink stores everything
         names = self.cfg.topics
@@ -368,6 +409,20 @@ class Orchestrator:
                   if stored.fullmatch(t)]
         self._drain(bootstrap, sink_group, topics, sink, say, timeout_s=600)
         sink.stop()
+
+    def _wait_heldout(self, comp: Component, say, timeout_s: float = 1800) -> None:
+        """Until every published version that is due has its report (or the evaluator died)."""
+        from producers.evaluation.periodic import due_versions, evaluated_versions
+        from producers.evaluation.run_folder import final_policy
+
+        published = range(1, final_policy(self.dir)[1] + 1)
+        deadline = time.monotonic() + timeout_s
+        while comp.alive() and time.monotonic() < deadline:
+            due = due_versions(published, self.cfg.heldout.every, evaluated_versions(self.dir / "heldout"))
+            if not due:
+                return
+            say(f"waiting for the held-out evaluation of versions {due}")
+            time.sleep(5)
 
     @staticmethod
     def _drain(bootstrap, group, topics, comp: Component, say, timeout_s: float) -> None:

@@ -61,12 +61,19 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
         writer.writeheader()
         writer.writerows(rows[s] for s in sorted(rows))
     _plot_learner(report_dir / "learner.png", [rows[s] for s in sorted(rows)])
+    last_step = {step: values for step, values in learner}  # a redone step: the last report wins
     summary = {
         "config_id": config_id, "seconds": round(seconds, 1), "interrupted": interrupted,
         "restarts": dict(restarts or {}),  # component -> times restarted after a crash
         "learner_steps": max(rows) if rows else 0,
         "policy_version": int(published or 0),  # the newest version the learner published
         "rows": counts,
+        # the compute (every rollout sampled) beside what the learner trained on: dynamic
+        # sampling drops uniform groups, stale records are dropped too
+        "rollouts": {"generated": int(made[0]), "groups_generated": int(made[1]),
+                     "trained": int(sum(v.get("num_samples", 0) for v in last_step.values())),
+                     "groups_dropped_uniform": int(max((v.get("groups_dropped_uniform", 0)
+                                                        for v in last_step.values()), default=0))},
         "by_policy_version": [{"policy_version": v, "rollouts": n, "pass_rate": round(raw, 4),
                                "reward_enhanced": round(enh, 4), "advantage_mean": round(adv, 4)}
                               for v, n, raw, enh, adv in by_version],
@@ -75,8 +82,12 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
                                       int(made[4] or 0)),
         "drift_reports": drift,
     }
+    if (run_dir / "heldout").is_dir():  # held-out success while training, per evaluated version
+        from producers.evaluation.periodic import heldout_curve_csv
+
+        (report_dir / "heldout.csv").write_text(heldout_curve_csv(run_dir / "heldout"))
     (report_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    print(json.dumps({k: summary[k] for k in ("learner_steps", "policy_version", "rows", "seconds", "restarts",
+    print(json.dumps({k: summary[k] for k in ("learner_steps", "policy_version", "rollouts", "seconds", "restarts",
                                               "throughput")},
                      indent=2))
     return summary

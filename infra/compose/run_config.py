@@ -16,6 +16,7 @@ from producers.generator.config import GeneratorConfig
 from producers.generator.scheduler import CurriculumConfig
 from producers.generator.frontier import FrontierConfig
 from streams.feedback.config import EvaluatorConfig
+from producers.evaluation.periodic import HeldoutConfig
 
 RUN_CONFIG_VERSION = 2
 
@@ -52,9 +53,18 @@ class RunConfig(BaseModel):
     runs_dir: Path = Field(REPO_ROOT / "runs", description="parent of the run folder")
     model: str = Field("smollm2", description="'smollm2' (the shipped GGUF), 'tiny' (tests) or a local HF model dir")
     reshaping: str = Field("full", description="reshaping preset name (raw, full) or a YAML path")
-    steps: int = Field(4, ge=1, description="learner steps to train")
+    steps: int = Field(4, ge=1, description="learner steps to train (with `max_generated_groups`: derived from it)")
+    max_generated_groups: int | None = Field(
+        None, ge=1, description="budget of GENERATED groups (x group_size rollouts): the generator stops after "
+        "this many, counted across restarts, and the learner trains what it received once all of them are in, "
+        "the last step possibly partial. The learner's step cap and the length of its learning-rate schedule "
+        "are then ceil(max_generated_groups / groups_per_step); groups that dynamic sampling drops still "
+        "count, so every arm costs the same generation. None: `steps` bounds the run")
     # corpus
-    seed: int = Field(0, description="corpus, sampling and learner seed")
+    seed: int = Field(0, description="sampling and learner seed (and the corpus seed unless corpus_seed is set)")
+    corpus_seed: int | None = Field(
+        None, description="seed of the corpus build (split and bug sites); None: `seed`. Fixing it apart from "
+        "`seed` lets every training seed train on the same tasks and be evaluated on the same held-out sets")
     max_functions: int | None = Field(None, ge=1, description="corpus size cap per source (None: all of MBPP)")
     # shared by the generator and the learner
     group_size: int = Field(4, ge=2, description="K: samples per task")
@@ -74,6 +84,9 @@ class RunConfig(BaseModel):
         default_factory=EvaluatorConfig, description="the feedback agent's evaluator (repeats, re-evaluations after "
         "environment failures, adversarial inputs, rename check): feedback is computed before any reshaping, so "
         "these are the run's, never a reshaping config's")
+    heldout: HeldoutConfig = Field(default_factory=HeldoutConfig,
+                                   description="held-out success while training: every Nth policy version evaluated "
+                                   "on a fixed small set, published as `eval` metrics (off by default)")
     # services
     broker: Literal["own", "shared"] = Field(
         "own", description="own: a broker of this run (data in the run folder, so runs never read each other's "
@@ -119,6 +132,28 @@ class RunConfig(BaseModel):
                 where = ", ".join(f"{section}.{g} (set `{owned[g]}`)" for g in given)
                 raise ValueError(f"run-level settings cannot be set in a component: {where}")
         return self
+
+    @model_validator(mode="after")
+    def _steps_from_budget(self) -> RunConfig:
+        """With a budget of generated groups, `steps` is the budget in whole and partial steps."""
+        if self.max_generated_groups is None:
+            return self
+        derived = -(-self.max_generated_groups // self.groups_per_step)
+        if "steps" in self.model_fields_set and self.steps != derived:
+            raise ValueError(f"steps {self.steps} disagrees with max_generated_groups {self.max_generated_groups} "
+                             f"/ groups_per_step {self.groups_per_step} = {derived} steps: give one")
+        self.steps = derived
+        return self
+
+    @property
+    def effective_corpus_seed(self) -> int:
+        return self.seed if self.corpus_seed is None else self.corpus_seed
+
+    def corpus_config(self):
+        """The corpus this run trains on and is evaluated beside (every place that builds it asks here)."""
+        from producers.corpus import CorpusBuildConfig
+
+        return CorpusBuildConfig(seed=self.effective_corpus_seed, max_functions=self.max_functions)
 
     @property
     def run_dir(self) -> Path:

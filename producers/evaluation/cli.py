@@ -85,7 +85,7 @@ def eval_command(
 
 
 def eval_sets_command(
-    out_dir: Annotated[Path, typer.Option(help="folder for validation.jsonl and humaneval.jsonl")] = Path("eval_sets"),
+    out_dir: Annotated[Path, typer.Option(help="folder for one JSONL per held-out set")] = Path("eval_sets"),
     corpus: Annotated[Optional[Path], typer.Option(help="a corpus JSONL (default: build/cache one)")] = None,
     seed: Annotated[int, typer.Option(help="corpus seed (when building)")] = 0,
     max_functions: Annotated[Optional[int], typer.Option(help="corpus size cap (when building)")] = None,
@@ -98,6 +98,31 @@ def eval_sets_command(
         from producers.corpus import CorpusBuildConfig, cached_build
 
         corpus = cached_build(CorpusBuildConfig(seed=seed, max_functions=max_functions))
+    from producers.corpus import read_tasks
+
+    splits = {r.get("split") for r in read_tasks(Path(corpus))}
     for name in EVAL_SETS:
+        if EVAL_SETS[name]["split"] not in splits:  # e.g. no pattern was held out of this corpus
+            typer.echo(f"{name}: the corpus has no {EVAL_SETS[name]['split']!r} split; not written")
+            continue
         count = convert_corpus(corpus, out_dir / f"{name}.jsonl", name, limit=limit)
         typer.echo(f"{out_dir / f'{name}.jsonl'}: {count} tasks")
+
+
+def heldout_command(
+    config: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="HeldoutRunConfig YAML")],
+) -> None:
+    """Evaluate every Nth policy version on a fixed held-out set while a run trains; publish `eval` metrics."""
+    import signal
+
+    from producers.evaluation.periodic import HeldoutRunConfig, PeriodicEvaluator
+
+    cfg = HeldoutRunConfig.from_yaml(config)
+    stopping = {"now": False}  # SIGTERM ends the loop between evaluations, never inside one
+    signal.signal(signal.SIGTERM, lambda *_: stopping.update(now=True))
+    evaluator = PeriodicEvaluator(cfg)
+    try:
+        done = evaluator.run(lambda: stopping["now"])
+    finally:
+        evaluator.close()
+    typer.echo(f"evaluated policy versions {done}")

@@ -1,7 +1,9 @@
 """Held-out bug sets from the task corpus, written in the bug-set format of `taskfile.py`.
 
 - validation: the corpus's `validation` split (MBPP functions never trained on);
-- humaneval: the `heldout` split with `source == "humaneval"` (HumanEval with injected bugs).
+- humaneval: the `heldout` split with `source == "humaneval"` (HumanEval with injected bugs);
+- heldout_pattern: the `heldout_pattern` split (validation functions whose bug pattern the
+  corpus held out of training); a corpus built without held-out patterns has none.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from typing import Literal
 
 from producers.evaluation.taskfile import normalise_task, spread_over_functions, write_eval_tasks
 
-EvalSet = Literal["validation", "humaneval"]
+EvalSet = Literal["validation", "humaneval", "heldout_pattern"]
 EVAL_SETS: dict[str, dict] = {
     "validation": {"split": "validation", "source": None},
     "humaneval": {"split": "heldout", "source": "humaneval"},
+    "heldout_pattern": {"split": "heldout_pattern", "source": None},
 }
 
 

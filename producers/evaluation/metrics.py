@@ -259,3 +259,42 @@ def compare_paired(a: Sequence[CandidateOutcome], b: Sequence[CandidateOutcome],
     result["mcnemar_greedy"] = mcnemar_exact([va[t]["greedy"] > 0 for t in shared],
                                              [vb[t]["greedy"] > 0 for t in shared])
     return result
+
+
+def holm_adjust(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input's order: the i-th smallest p times
+    (m - i + 1), made monotone and capped at 1. Reject at level alpha where adjusted <= alpha.
+    Written out because no statistics library is a dependency; it is a sort and a running max."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def mcnemar_pairs_needed(difference: float, discordant: float, alpha: float, power: float) -> float:
+    """Pairs a two-sided McNemar test at `alpha` needs to detect a difference of paired success
+    proportions `difference` with `power`, when a share `discordant` of pairs disagree (Connor
+    1987, normal approximation): [z_(1-alpha/2) sqrt(psi) + z_power sqrt(psi - d^2)]^2 / d^2."""
+    if not 0 < abs(difference) <= discordant <= 1:
+        raise MetricInputError(f"need 0 < |difference| <= discordant <= 1, got {difference}, {discordant}")
+    z = statistics.NormalDist()
+    za, zb = z.inv_cdf(1 - alpha / 2), z.inv_cdf(power)
+    d = abs(difference)
+    return (za * math.sqrt(discordant) + zb * math.sqrt(discordant - d * d)) ** 2 / (d * d)
+
+
+def mcnemar_detectable_difference(pairs: int, discordant: float, alpha: float, power: float = 0.8) -> float:
+    """The smallest difference of paired success proportions that `pairs` pairs detect with
+    `power` at two-sided `alpha` (inverse of `mcnemar_pairs_needed`, by bisection: the pairs
+    needed fall as the difference grows); `discordant` itself when even that is out of reach."""
+    low, high = 1e-9, discordant
+    if mcnemar_pairs_needed(high, discordant, alpha, power) > pairs:
+        return discordant
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if mcnemar_pairs_needed(mid, discordant, alpha, power) > pairs else (low, mid)
+    return high

@@ -113,9 +113,9 @@ def admission(
     means n < G * (v + max_policy_lag + 1). Beyond that bound the samples would be too
     stale to train on, so the generator waits for a newer version instead.
 
-    `produced` counts the groups of this process since it started, so several generators
-    feeding one learner each take a share of G (`groups_per_step`), and a restarted
-    generator starts counting again from zero.
+    `produced` counts the groups of this generator id, so several generators feeding one
+    learner each take a share of G (`groups_per_step`); a restarted generator goes on from
+    the count it last reported on `metrics`.
 
     Dropped groups: a group the learner does not train on -- no comparison signal under
     dynamic sampling, or every record excluded by the reshaping (environment failures, too
@@ -175,8 +175,10 @@ def rollout_records(
 class LearnerFeed(FollowedFeed):
     """What the learner side says back: the newest policy version and the scored group ids."""
 
-    def __init__(self, topics: Topics, config_id: str, bootstrap: str | None = None, rate_window: int = 16):
+    def __init__(self, topics: Topics, config_id: str, bootstrap: str | None = None, rate_window: int = 16,
+                 generator_id: str = ""):
         self.policy_topic, self.scored_topic, self.config_id = topics.policy, topics.advantages(config_id), config_id
+        self.generator_id = generator_id
         self.metrics_topic = topics.metrics
         self.follower = TopicFollower([self.policy_topic, self.scored_topic, self.metrics_topic], bootstrap,
                                       name="generator-learner")
@@ -185,6 +187,7 @@ class LearnerFeed(FollowedFeed):
         self.scored_groups: set[str] = set()
         self.dropped_groups = 0  # groups the learner's dynamic sampling left out (its latest count)
         self.task_rates = TaskRates(rate_window)  # per-task pass rates of the scored samples
+        self.logged_groups = 0  # groups this generator id reported on metrics (an earlier process's too)
 
     def apply(self, topic: str, payload: str, record: dict[str, Any]) -> None:
         if topic == self.policy_topic and payload == "PolicyVersion":
@@ -201,6 +204,9 @@ class LearnerFeed(FollowedFeed):
         elif (topic == self.metrics_topic and payload == "Metric" and record["source"] == DROPPED_SOURCE
               and record.get("config_id", "") == self.config_id):
             self.dropped_groups = max(self.dropped_groups, int(record["values"].get(DROPPED_METRIC, 0)))
+        elif (topic == self.metrics_topic and payload == "Metric" and record["source"] == "generator"
+              and self.generator_id and record.get("labels", {}).get("generator_id") == self.generator_id):
+            self.logged_groups = max(self.logged_groups, int(record["values"].get("groups", 0)))
 
     def caught_up(self) -> bool:
         return self.follower.caught_up()
@@ -248,7 +254,8 @@ class GeneratorService:
         self.generator_id = cfg.generator_id or f"{socket.gethostname()}-{os.getpid()}"
         self.producer = producer or EventProducer(bootstrap)
         self.tasks = TaskFeed(cfg.topics, bootstrap)
-        self.learner = LearnerFeed(cfg.topics, cfg.config_id, bootstrap, cfg.frontier.window)
+        self.learner = LearnerFeed(cfg.topics, cfg.config_id, bootstrap, cfg.frontier.window,
+                                   generator_id=cfg.generator_id)
         self.curriculum = Curriculum(cfg.curriculum)
         self.rng = random.Random(cfg.generator.seed)  # task picks: a run with the same log repeats
         self.params = cfg.generator.sampling_params()
@@ -275,6 +282,10 @@ class GeneratorService:
                 log.warning("not caught up with the log after %.0fs; starting anyway", self.cfg.startup_timeout_s)
                 break
             self.poll(self.cfg.poll_interval_s)
+        # A restarted generator of a named run goes on counting where it stopped, so `max_groups`
+        # caps the run, not each process. The count is the last one it put on `metrics` (sent
+        # after each batch's rollouts): a crash between the two makes at most one batch more.
+        self.state.groups = max(self.state.groups, self.learner.logged_groups)
         self._caught_up = True
 
     def swap_policy(self) -> None:

@@ -86,8 +86,8 @@ PRESETS = sorted((Path(__file__).resolve().parents[2] / "producers" / "evaluatio
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.stem)
-def test_every_preset_gives_a_valid_run_for_each_arm_and_seed(preset):
-    cfg = ExperimentConfig.from_yaml(preset)
+def test_every_preset_gives_a_valid_run_for_each_arm_and_seed(preset, tmp_path):
+    cfg = ExperimentConfig.from_yaml(preset).model_copy(update={"out_dir": tmp_path})  # configs are written
     for arm in cfg.arms:
         for seed in cfg.seeds:
             run = arm_run_config(cfg, arm, seed)
@@ -102,8 +102,9 @@ def test_every_preset_s_full_arm_repeats_its_evaluation_and_raw_does_not(preset)
     assert repeats["full"] > 1 and repeats["raw"] == 1
 
 
-def test_the_1k_preset_is_the_grid_it_promises():
-    cfg = ExperimentConfig.from_yaml(next(p for p in PRESETS if p.stem == "cpu-1k"))
+def test_the_1k_preset_is_the_grid_it_promises(tmp_path):
+    cfg = ExperimentConfig.from_yaml(next(p for p in PRESETS if p.stem == "cpu-1k")).model_copy(
+        update={"out_dir": tmp_path})
     runs = [arm_run_config(cfg, arm, seed) for arm in cfg.arms for seed in cfg.seeds]
     assert len(runs) == 9 and all(r.steps * r.groups_per_step * r.group_size >= 1000 for r in runs)
     assert sorted(r.learner.drop_uniform_groups for r in runs) == [False] * 6 + [True] * 3
@@ -114,3 +115,41 @@ def test_the_1k_preset_is_the_grid_it_promises():
 def test_the_evaluation_engine_is_one_the_evaluator_knows():
     with pytest.raises(ValueError):
         ExperimentConfig(eval={"backend": "vllm"})
+
+
+def test_held_out_success_while_training_is_on_in_the_gpu_preset_only(tmp_path):
+    for preset in PRESETS:
+        cfg = ExperimentConfig.from_yaml(preset).model_copy(update={"out_dir": tmp_path})
+        run = arm_run_config(cfg, next(iter(cfg.arms)), cfg.seeds[0])
+        assert run.heldout.enabled == (preset.stem == "gpu"), preset.stem
+
+
+def test_design_preset_is_the_registered_design_and_its_detectable_differences_are_computed(tmp_path):
+    import re
+
+    from producers.evaluation.metrics import mcnemar_detectable_difference
+
+    path = next(p for p in PRESETS if p.stem == "design")
+    cfg = ExperimentConfig.from_yaml(path).model_copy(update={"out_dir": tmp_path})
+    assert list(cfg.arms) == ["binary", "raw-ds", "layered", "full"] and len(cfg.seeds) >= 3
+    runs = {(arm, seed): arm_run_config(cfg, arm, seed) for arm in cfg.arms for seed in cfg.seeds}
+    assert all(r.max_generated_groups * r.group_size >= 1000 and r.frontier.enabled for r in runs.values())
+    assert {r.corpus_config() for r in runs.values()} == {runs["full", 0].corpus_config()}  # one corpus
+    assert [a for (a, s), r in runs.items() if r.learner.drop_uniform_groups and s == 0] == ["raw-ds"]
+    assert cfg.eval.sets == ["validation", "humaneval", "heldout_pattern"] and cfg.eval.max_tasks >= 100
+    assert cfg.eval.greedy_only and cfg.analysis.primary == [("binary", "full"), ("raw-ds", "full")]
+    lines = re.findall(r"# mde: pairs=(\d+) discordant=([\d.]+) alpha=([\d.]+) -> ([\d.]+)", path.read_text())
+    assert len(lines) == 6
+    for pairs, discordant, alpha, written in lines:
+        assert int(pairs) == cfg.eval.max_tasks * len(cfg.seeds)
+        assert float(written) == pytest.approx(
+            mcnemar_detectable_difference(int(pairs), float(discordant), float(alpha)), abs=5e-4)
+
+
+def test_detectable_difference_inverts_the_pairs_needed():
+    from producers.evaluation.metrics import mcnemar_detectable_difference, mcnemar_pairs_needed
+
+    d = mcnemar_detectable_difference(300, 0.10, 0.05)
+    assert mcnemar_pairs_needed(d, 0.10, 0.05, 0.8) == pytest.approx(300, rel=1e-6)
+    assert mcnemar_detectable_difference(3000, 0.10, 0.05) < d < mcnemar_detectable_difference(100, 0.10, 0.05)
+    assert mcnemar_detectable_difference(5, 0.10, 0.05) == 0.10  # out of reach: no difference up to psi is

@@ -126,3 +126,12 @@ def test_compare_paired_uses_shared_tasks():
     assert result["greedy"].mean == pytest.approx(2 / 3)
     assert (result["mcnemar_greedy"].only_a, result["mcnemar_greedy"].only_b) == (0, 2)
     assert result["mcnemar_greedy"].p_value == pytest.approx(0.5)
+
+
+def test_holm_adjusts_in_the_input_order_and_stays_monotone():
+    from producers.evaluation.metrics import holm_adjust
+
+    # sorted: 0.01 x 4, 0.03 x 3, 0.04 x 2 (raised to the running max 0.09), 0.2 x 1
+    assert holm_adjust([0.01, 0.04, 0.03, 0.2]) == pytest.approx([0.04, 0.09, 0.09, 0.2])
+    assert holm_adjust([0.5, 0.6]) == pytest.approx([1.0, 1.0])
+    assert holm_adjust([]) == []

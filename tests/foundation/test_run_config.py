@@ -81,3 +81,20 @@ def test_deep_merge_changes_only_the_knobs_named():
     assert deep_merge(base, {"learner": {"beta": 0.1}, "steps": 5}) == {
         "steps": 5, "learner": {"learning_rate": 1e-4, "lora_r": 8, "beta": 0.1}}
     assert base == {"steps": 3, "learner": {"learning_rate": 1e-4, "lora_r": 8}}
+
+
+def test_a_budget_of_generated_groups_sets_the_generator_cap_the_learner_budget_and_the_schedule(tmp_path):
+    from infra.compose.orchestrator import Orchestrator
+    from learner.service import load_learn_config
+    from producers.generator.service import GenerateRunConfig
+    from streams.reshaping.config import load_preset
+
+    cfg = RunConfig(name="b", runs_dir=tmp_path, groups_per_step=4, max_generated_groups=250, corpus_seed=3, seed=1)
+    assert cfg.steps == 63 and cfg.effective_corpus_seed == 3  # 62 full steps and one of 2 groups
+    assert RunConfig.model_validate(cfg.recorded()).steps == 63  # the recorded config loads back
+    with pytest.raises(ValueError, match="give one"):
+        RunConfig(groups_per_step=4, max_generated_groups=250, steps=10)
+    files = Orchestrator(cfg).write_configs(tmp_path / "model", load_preset("raw"))
+    learn, gen = load_learn_config(files["learner"]), GenerateRunConfig.from_yaml(files["generator"])
+    assert (gen.max_groups, learn.max_groups, learn.steps, learn.learner.max_steps) == (250, 250, 63, 63)
+    assert RunConfig(name="n", seed=4).effective_corpus_seed == 4

@@ -213,3 +213,20 @@ def test_back_pressure_waits_for_scores(run_config, service_for, publish, kafka_
     second = service.run()
     assert (second.groups, second.stopped) == (5, "max_groups")
     assert second.inflight == 3  # two scored, two more made: back at the cap
+
+
+def test_a_restarted_generator_counts_its_cap_over_the_whole_run(run_config, tiny_dir, publish, kafka_bootstrap):
+    cfg = run_config(max_groups=3, group_size=2, groups_per_step=100, groups_per_batch=1)
+    publish_tasks(publish, cfg.topics.tasks, [make_task("t0")])
+    first = GeneratorService(cfg, TransformersBackend(tiny_dir, device="cpu"), bootstrap=kafka_bootstrap)
+    state = first.run(should_stop=lambda: first.state.groups >= 2)  # cut after 2 of its 3 groups
+    first.close()
+    assert (state.groups, state.stopped) == (2, "stopped")
+
+    again = GeneratorService(cfg, TransformersBackend(tiny_dir, device="cpu"), bootstrap=kafka_bootstrap)
+    try:
+        state = again.run()
+    finally:
+        again.close()
+    assert (state.groups, state.rollouts, state.stopped) == (3, 2, "max_groups")  # one more group, not three
+    assert len(read_topic(cfg.topics.rollouts, kafka_bootstrap, 7, timeout_s=3.0)) == 6

@@ -225,3 +225,16 @@ def test_excluded_records_never_enter_a_step(make_record):
     step = plan_step([make_record("c", 0, [1], [2], 1.0), make_record("c", 1, [1], [2], 0.0, excluded=True)],
                      learner_version=0, max_policy_lag=4, micro_batch_tokens=64)
     assert step.num_samples == 1 and step.micro_batches[0].advantages.tolist() == [1.0]
+
+
+def test_a_spent_budget_flushes_the_waiting_groups_as_one_partial_step(make_record):
+    acc = GroupAccumulator(groups_per_step=3, drop_uniform_groups=True)
+    acc.add(make_record("a", 0, [1], [2], 1.0, group_members=2))
+    acc.add(make_record("a", 1, [1], [2], -1.0, group_members=2))  # a: complete, kept
+    acc.add(make_record("u", 0, [1], [2], 0.0, group_members=1))  # u: uniform, dropped
+    acc.add(make_record("o", 0, [1], [2], 1.0, group_members=2))  # o: still open
+    assert acc.groups_seen == 2  # a waiting, u dropped; o is not complete
+    last = acc.flush()
+    assert [(r["group_id"], r["sample_index"]) for r in last] == [("a", 0), ("a", 1)]
+    assert (acc.released_groups, acc.groups_seen, acc.pending_records) == (1, 2, 1)
+    assert acc.flush() == []
