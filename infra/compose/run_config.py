@@ -81,9 +81,10 @@ class RunConfig(BaseModel):
                                      description="learnable-band task selection (producers/generator/frontier.py)")
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig, description="task difficulty schedule")
     evaluator: EvaluatorConfig = Field(
-        default_factory=EvaluatorConfig, description="the feedback agent's evaluator (repeats, re-evaluations after "
-        "environment failures, adversarial inputs, rename check): feedback is computed before any reshaping, so "
-        "these are the run's, never a reshaping config's")
+        default_factory=lambda: EvaluatorConfig(repeats=3),
+        description="the feedback agent's evaluator (repeats, re-evaluations after environment failures, adversarial "
+        "inputs, rename check): feedback is computed before any reshaping, so these are the run's, never a reshaping "
+        "config's. Default: 3 repeats, as the full method (the default reshaping) asks; a plain baseline sets 1")
     heldout: HeldoutConfig = Field(default_factory=HeldoutConfig,
                                    description="held-out success while training: every Nth policy version evaluated "
                                    "on a fixed small set, published as `eval` metrics (off by default)")
