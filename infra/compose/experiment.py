@@ -39,7 +39,8 @@ HEADLINE = ("success_at_1", "pass_at_k", "mean_pass_fraction", "hacked_success_s
 class EvalBudget(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    sets: list[str] = Field(["validation", "humaneval"], description="held-out sets: validation, humaneval")
+    sets: list[str] = Field(["validation", "humaneval"], description="held-out sets: validation, humaneval, "
+                            "heldout_pattern (only where the corpus holds patterns out)")
     max_tasks: int = Field(20, ge=1, description="tasks per set (spread over functions, the same for every arm: see select_tasks)")
     k: int = Field(4, ge=1, description="pass@k")
     n: int | None = Field(None, ge=1, description="samples per task (default k)")
@@ -153,6 +154,12 @@ def _headline(report: dict) -> dict[str, float | None]:
             "hacked_success_share": overall["hacked_success_share"]}
 
 
+def arm_prompt(cfg: ExperimentConfig, arm: str, seed: int) -> dict:
+    """The prompt settings an arm's generator trained with; its evaluation prompts the same way."""
+    generator = arm_run_config(cfg, arm, seed).generator
+    return {"include_error_context": generator.include_error_context, "max_error_chars": generator.max_error_chars}
+
+
 def evaluate_all(cfg: ExperimentConfig, runs: dict[tuple[str, int], Path]) -> dict[tuple[str, int, str], dict]:
     from streams.sandbox import SandboxConfig, SandboxPool
 
@@ -166,12 +173,15 @@ def evaluate_all(cfg: ExperimentConfig, runs: dict[tuple[str, int], Path]) -> di
             if cfg.evaluate_base:
                 policies = {"base": (None, 0), **policies}
             for arm, (adapter, version) in policies.items():
+                # the base model is prompted as the first arm is
+                prompt = arm_prompt(cfg, next(iter(cfg.arms)) if arm == "base" else arm, seed)
                 for set_name, tasks in sets.items():
                     path = cfg.dir / "eval" / f"{arm}-s{seed}-{set_name}.json"
                     if not path.exists():
                         report = evaluate_policy(base, tasks, adapter=adapter, policy_version=version, k=b.k, n=b.n,
                                                  temperature=b.temperature, max_new_tokens=b.max_new_tokens,
-                                                 pool=pool, seed=seed, backend=b.backend, compute_type=b.compute_type)
+                                                 pool=pool, seed=seed, backend=b.backend, compute_type=b.compute_type,
+                                                 **prompt)
                         report.write_json(path)
                     reports[arm, seed, set_name] = json.loads(path.read_text())
     return reports
