@@ -13,6 +13,7 @@ evaluation score the same hidden tests with or without the error in the prompt.
 
 from __future__ import annotations
 
+import ast
 import re
 import warnings
 from dataclasses import dataclass
@@ -44,8 +45,43 @@ def stable_message(failure: TestFailure) -> str:
     """What went wrong on one test, with what varies between runs taken out, cut to its tail."""
     if failure.error_kind == "timeout":
         return TIMEOUT_MESSAGE
-    message = _ADDRESS.sub("0x...", failure.message.strip())
+    message = sorted_sets(_ADDRESS.sub("0x...", failure.message.strip()))
     return message if len(message) <= MAX_ERROR_CHARS else "..." + message[-MAX_ERROR_CHARS:]
+
+
+def sorted_sets(message: str) -> str:
+    """An "expected X, got Y" message with the sets in X and Y written in sorted order: a set's
+    repr follows the hash seed of the process that wrote it, and the corpus must not. A side
+    that is not a whole literal (cut short by the sandbox) stays as it is."""
+    if not message.startswith("expected "):
+        return message
+    for match in re.finditer(", got ", message):
+        expected, got = message[len("expected "):match.start()], message[match.end():]
+        parsed = _literal(expected)
+        if parsed is not None:
+            again = _literal(got)
+            return f"expected {_sorted_repr(parsed[0])}, got {got if again is None else _sorted_repr(again[0])}"
+    return message
+
+
+def _literal(text: str) -> tuple[object] | None:
+    try:
+        return (ast.literal_eval(text),)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _sorted_repr(value: object) -> str:
+    """repr() with every set's elements in sorted order (of their own sorted reprs)."""
+    if isinstance(value, set) and value:  # literal_eval makes no frozenset
+        return "{" + ", ".join(sorted(_sorted_repr(v) for v in value)) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_sorted_repr, value)) + "]"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(map(_sorted_repr, value)) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_sorted_repr(k)}: {_sorted_repr(v)}" for k, v in value.items()) + "}"
+    return repr(value)
 
 
 def split_tests(tests: Sequence[str], failures: Sequence[TestFailure]) -> TestSplit:

@@ -7,8 +7,8 @@ from producers.corpus.build import build_corpus
 from producers.corpus.config import CorpusBuildConfig
 from producers.corpus.functions import SourceFunction
 from producers.corpus.runner import TestFailure
-from producers.corpus.visible import (MAX_ERROR_CHARS, TIMEOUT_MESSAGE, compile_failures, split_tests,
-                                      stable_message)
+from producers.corpus.visible import (MAX_ERROR_CHARS, TIMEOUT_MESSAGE, compile_failures, sorted_sets,
+                                      split_tests, stable_message)
 
 TESTS = ("assert f(1) == 2", "assert f(2) == 3", "assert f(5) == 6")
 
@@ -39,6 +39,18 @@ def test_messages_are_stable_and_cut_to_their_tail():
     assert at == "ValueError: <map object at 0x...> is bad"
     long = stable_message(wrong(0, "x" * 2000 + "KeyError: 'k'"))
     assert len(long) == MAX_ERROR_CHARS + 3 and long.endswith("KeyError: 'k'") and long.startswith("...")
+
+
+def test_sets_in_expected_and_got_are_written_in_one_order_whatever_the_hash_seed():
+    # {'x', 'y', 'z'} prints in an order that depends on the process's string hash seed
+    for written in ("{'z', 'x', 'y'}", "{'y', 'x', 'z'}"):
+        assert sorted_sets(f"expected {written}, got ('x', 'y')") == "expected {'x', 'y', 'z'}, got ('x', 'y')"
+    nested = "expected [{3, 1}, {'b': {2, 1}}], got ({'b', 'a'},)"
+    assert sorted_sets(nested) == "expected [{1, 3}, {'b': {1, 2}}], got ({'a', 'b'},)"
+    assert sorted_sets("expected {2, 1}, got {1, 2, 3, 4...") == "expected {1, 2}, got {1, 2, 3, 4..."  # cut short
+    assert sorted_sets("expected set(), got 'a, got b'") == "expected set(), got 'a, got b'"
+    assert sorted_sets("TypeError: unhashable type: 'set'") == "TypeError: unhashable type: 'set'"
+    assert stable_message(wrong(0, "expected {'b', 'a'}, got None")) == "expected {'a', 'b'}, got None"
 
 
 def test_code_that_does_not_compile_fails_every_test_with_the_compiler_message():
