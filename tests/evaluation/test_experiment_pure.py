@@ -106,3 +106,13 @@ def test_the_1k_preset_is_the_grid_it_promises():
 def test_the_evaluation_engine_is_one_the_evaluator_knows():
     with pytest.raises(ValueError):
         ExperimentConfig(eval={"backend": "vllm"})
+
+
+def test_each_arm_is_evaluated_with_the_prompt_its_generator_trained_with(tmp_path):
+    from infra.compose.experiment import arm_prompt
+
+    cfg = ExperimentConfig(out_dir=tmp_path, name="exp", seeds=[0],
+                           arms={"raw": "raw", "raw-error": {"reshaping": "raw", "run": {
+                               "generator": {"include_error_context": True, "max_error_chars": 300}}}})
+    assert arm_prompt(cfg, "raw", 0) == {"include_error_context": False, "max_error_chars": 2000}
+    assert arm_prompt(cfg, "raw-error", 0) == {"include_error_context": True, "max_error_chars": 300}
