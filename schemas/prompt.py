@@ -1,7 +1,8 @@
 """The repair prompt and the reading of a completion back into code.
 
 One template, versioned: PROMPT_TEMPLATE_VERSION travels with every rollout, so a change
-of wording is a new version and never silently mixes with old rollouts.
+of wording is a new version and never silently mixes with old rollouts. (The visible test and
+its error joined repair-v1 without a new version: no earlier prompt carried an error.)
 
 The contract, both ways: the prompt shows the task's whole code (module-level imports
 included) and asks for the corrected code. The candidate that is run is `candidate_code`:
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 
 PROMPT_TEMPLATE_VERSION = "repair-v1"
 
@@ -24,17 +26,41 @@ SYSTEM_MESSAGE = (
 )
 
 
-def repair_messages(buggy_code: str, error_context: str | None = None, max_error_chars: int = 2000) -> list[dict]:
-    """The chat turns asking for a repair of `buggy_code` (plus the failing tests' output, if given)."""
+def repair_messages(
+    buggy_code: str, error_context: str | None = None, max_error_chars: int = 2000, visible_tests: Sequence[str] = ()
+) -> list[dict]:
+    """The chat turns asking for a repair of `buggy_code`, plus, if given, the visible tests
+    and what went wrong when they ran (`error_context`)."""
     code = normalise_newlines(buggy_code).strip("\n")
     user = f"This Python code has a bug. Fix it.\n\n```python\n{code}\n```"
+    if visible_tests:
+        tests = "\n".join(normalise_newlines(t).strip("\n") for t in visible_tests)
+        user += f"\n\nThis test fails:\n```python\n{tests}\n```"
     if error_context:
         error = normalise_newlines(error_context).strip()
         if len(error) > max_error_chars:
             # The end of a traceback names the failing line and the error; keep that part.
             error = "..." + error[len(error) - max_error_chars :]
-        user += f"\n\nRunning the tests printed:\n```\n{error}\n```"
+        said = "Running it gives" if visible_tests else "Running the tests printed"
+        user += f"\n\n{said}:\n```\n{error}\n```"
     return [{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": user}]
+
+
+def task_messages(task: dict, include_error_context: bool = False, max_error_chars: int = 2000) -> list[dict]:
+    """The chat turns for a Task record: its buggy code, and with `include_error_context` its
+    visible tests and their error. The one rendering of a task, in training and evaluation
+    alike. The visible tests are never among the scored (hidden) tests, so showing them or not
+    leaves the score's tests the same."""
+    if not include_error_context:
+        return repair_messages(task["buggy_code"])
+    return repair_messages(task["buggy_code"], task.get("error_context") or None, max_error_chars,
+                           task.get("visible_tests") or ())
+
+
+def render_task_prompt(tokenizer, task: dict, include_error_context: bool = False,
+                       max_error_chars: int = 2000) -> list[int]:
+    """The prompt token ids of a Task record (see `task_messages`)."""
+    return _token_ids(tokenizer, task_messages(task, include_error_context, max_error_chars))
 
 
 def render_prompt_text(
@@ -48,8 +74,13 @@ def render_prompt_text(
 def render_prompt(
     tokenizer, buggy_code: str, error_context: str | None = None, max_error_chars: int = 2000
 ) -> list[int]:
-    """The prompt token ids (the template already holds the special tokens, so none are added)."""
-    text = render_prompt_text(tokenizer, buggy_code, error_context, max_error_chars)
+    """The prompt token ids of `buggy_code` (and an error context, if given)."""
+    return _token_ids(tokenizer, repair_messages(buggy_code, error_context, max_error_chars))
+
+
+def _token_ids(tokenizer, messages: list[dict]) -> list[int]:
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    # the template already holds the special tokens, so none are added
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 

@@ -35,6 +35,8 @@ CREATE TABLE IF NOT EXISTS tasks
     bug_pattern      LowCardinality(String),
     difficulty       Float32,
     seed             Int64,
+    error_context    String,
+    visible_tests    Array(String),
     _topic           LowCardinality(String) DEFAULT '',
     _partition       Int32 DEFAULT -1,
     _offset          Int64 DEFAULT -1,

@@ -194,7 +194,7 @@ def arm_run_config(cfg: ExperimentConfig, arm: str, seed: int):
 Train = Callable[[object, bool], Path]  # (RunConfig, resume) -> the trained run folder
 EvalSets = Callable[[int], dict[str, list[dict]]]  # corpus seed -> set name -> tasks
 # (model name or dir, adapter or None, policy version, the sets, seed) -> set name -> report dict
-Evaluate = Callable[[str, Path | None, int, dict[str, list[dict]], int], dict[str, dict]]
+Evaluate = Callable[[str, Path | None, int, dict[str, list[dict]], int, dict], dict[str, dict]]
 Analyse = Callable[[ExperimentConfig, str, int, Path], tuple[list[dict], dict]]  # -> (replay rows, audit)
 
 
@@ -217,7 +217,7 @@ def real_steps(cfg: ExperimentConfig, progress: bool = True) -> UnitSteps:
         return run_cfg.run_dir
 
     def evaluate(model: str, adapter: Path | None, version: int, sets: dict[str, list[dict]],
-                 seed: int) -> dict[str, dict]:
+                 seed: int, prompt: dict) -> dict[str, dict]:
         from infra.compose.orchestrator import resolve_model_dir
         from producers.evaluation.eval import evaluate_policy
 
@@ -228,7 +228,7 @@ def real_steps(cfg: ExperimentConfig, progress: bool = True) -> UnitSteps:
                 report = evaluate_policy(resolve_model_dir(model), tasks, adapter=adapter, policy_version=version,
                                          k=b.k, n=b.n, temperature=b.temperature, max_new_tokens=b.max_new_tokens,
                                          pool=pool, seed=seed, greedy_only=b.greedy_only, backend=b.backend,
-                                         compute_type=b.compute_type)
+                                         compute_type=b.compute_type, **prompt)
                 out[set_name] = report.to_dict()
         return out
 
@@ -276,6 +276,12 @@ def _write(folder: Path, name: str, text: str) -> None:
     path.write_text(text)
 
 
+def arm_prompt(cfg: ExperimentConfig, arm: str, seed: int) -> dict:
+    """The prompt settings an arm's generator trained with; its evaluation prompts the same way."""
+    generator = arm_run_config(cfg, arm, seed).generator
+    return {"include_error_context": generator.include_error_context, "max_error_chars": generator.max_error_chars}
+
+
 def _fresh(folder: Path) -> Path:
     """A results folder written from scratch: what a cut write left is not mixed in."""
     if folder.exists():
@@ -293,7 +299,9 @@ def finish_base(cfg: ExperimentConfig, unit: Unit, steps: UnitSteps) -> None:
     folder = _fresh(cfg.unit_dir(unit))
     sets = steps.eval_sets(unit.seed)
     model = shared_run_config(cfg, unit.seed).model
-    for set_name, report in steps.evaluate(model, None, 0, sets, unit.seed).items():
+    # the base model is prompted as the first arm's generator is
+    prompt = arm_prompt(cfg, next(iter(cfg.arms)), unit.seed)
+    for set_name, report in steps.evaluate(model, None, 0, sets, unit.seed, prompt).items():
         _write(folder, f"eval/{set_name}.json", json.dumps(report, indent=2) + "\n")
     _seal(folder)
 
@@ -313,7 +321,8 @@ def finish_run(cfg: ExperimentConfig, unit: Unit, run_dir: Path, steps: UnitStep
     _write(folder, "curve.csv", curve_csv(summary))
     adapter, version = final_policy(run_dir)
     sets = steps.eval_sets(cfg.corpus_seed_of(unit.seed))
-    for set_name, rep in steps.evaluate(run_cfg.model, adapter, version, sets, unit.seed).items():
+    prompt = arm_prompt(cfg, unit.arm, unit.seed)
+    for set_name, rep in steps.evaluate(run_cfg.model, adapter, version, sets, unit.seed, prompt).items():
         _write(folder, f"eval/{set_name}.json", json.dumps(rep, indent=2) + "\n")
     replay, audit = steps.analyse(cfg, unit.arm, unit.seed, run_dir)
     _write(folder, "replay.json", json.dumps(replay, indent=2, default=str) + "\n")

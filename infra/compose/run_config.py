@@ -66,6 +66,9 @@ class RunConfig(BaseModel):
         None, description="seed of the corpus build (split and bug sites); None: `seed`. Fixing it apart from "
         "`seed` lets every training seed train on the same tasks and be evaluated on the same held-out sets")
     max_functions: int | None = Field(None, ge=1, description="corpus size cap per source (None: all of MBPP)")
+    heldout_patterns: tuple[str, ...] = Field(
+        (), description="bug patterns held out of training: only validation functions get them, as the "
+        "`heldout_pattern` eval set (CorpusBuildConfig.heldout_patterns); none by default")
     # shared by the generator and the learner
     group_size: int = Field(4, ge=2, description="K: samples per task")
     groups_per_step: int = Field(2, ge=1, description="G: groups per learner step (the generator paces by it)")
@@ -154,7 +157,8 @@ class RunConfig(BaseModel):
         """The corpus this run trains on and is evaluated beside (every place that builds it asks here)."""
         from producers.corpus import CorpusBuildConfig
 
-        return CorpusBuildConfig(seed=self.effective_corpus_seed, max_functions=self.max_functions)
+        return CorpusBuildConfig(seed=self.effective_corpus_seed, max_functions=self.max_functions,
+                                 heldout_patterns=self.heldout_patterns)
 
     @property
     def run_dir(self) -> Path:

@@ -7,6 +7,9 @@ For each function and pattern, the mutator's sites are shuffled by an RNG seeded
 - duplicates another mutant of the same function (under any pattern), or
 - passes every test in the sandbox (a mutant the tests cannot tell from the reference).
 Candidates are run in rounds, one batch per round, so the sandbox always has a full queue.
+What went wrong on each failing test is kept with the bug: one failing test may become the
+task's visible test with its error (see visible.py). Patterns held out of training are
+built for validation functions only (see split.py).
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from producers.corpus.humaneval import load_humaneval
 from producers.corpus.mbpp import load_mbpp
 from producers.corpus.mutators import MutationError, ParsedSource, get_mutator
 from producers.corpus.records import make_task
-from producers.corpus.runner import TestJob, TestOutcome, TestRunner
-from producers.corpus.split import split_of
+from producers.corpus.runner import TestFailure, TestJob, TestOutcome, TestRunner
+from producers.corpus.split import split_of, task_split
+from producers.corpus.visible import TestSplit, compile_failures, split_tests
 
 EVAL_CHUNK = 64  # jobs per sandbox call: small enough for a live progress bar
 SANDBOX_FAILURE = "sandbox"  # the sandbox's ErrorKind for its own failures
@@ -79,16 +83,25 @@ class BuildStats:
         self.outcomes[(pattern, outcome)] += n
 
 
+@dataclass(frozen=True)
+class Mutant:
+    """A kept bug and what went wrong on each test it fails."""
+
+    code: str
+    failures: tuple[TestFailure, ...]
+
+
 @dataclass
 class MutantSlot:
-    """The bugs still wanted for one (function, pattern)."""
+    """The bugs still wanted for one (function, pattern), in the split its tasks go to."""
 
     function: SourceFunction
     pattern: str
     candidates: Iterator[str]
     wanted: int
     attempts_left: int
-    accepted: list[str] = field(default_factory=list)
+    split: str = "train"
+    accepted: list[Mutant] = field(default_factory=list)
     exhausted: bool = False
 
     @property
@@ -169,12 +182,17 @@ def _open_slots(functions, config: CorpusBuildConfig, stats: BuildStats) -> list
         except MutationError:
             stats.unparseable.append(function.function_id)
             continue
+        function_split = split_of(function.function_id, function.source, config.seed,
+                                  config.validation_fraction)
         for pattern in config.patterns:
+            split = task_split(function_split, pattern, config.heldout_patterns)
+            if split is None:  # a held-out pattern in a train function: never built
+                continue
             # A string seed: random.Random hashes it with SHA-512, stable across runs.
             rng = random.Random(f"{config.seed}:{function.function_id}:{pattern}")
             wanted = config.mutants_per_function_per_pattern
             slots.append(MutantSlot(function, pattern, _candidates(parsed, pattern, rng), wanted,
-                                    attempts_left=wanted * config.max_attempts_per_mutant))
+                                    attempts_left=wanted * config.max_attempts_per_mutant, split=split))
     return slots
 
 
@@ -192,7 +210,7 @@ def _fill_slots(slots: list[MutantSlot], runner: TestRunner, bar: tqdm, stats: B
                     jobs.append((slot, code))
                 else:
                     # Code that does not compile fails every test; no need to run it.
-                    slot.accepted.append(code)
+                    slot.accepted.append(Mutant(code, compile_failures(code, slot.function.tests)))
                     stats.count(slot.pattern, "accepted")
         outcomes = _run(runner, [TestJob(code, slot.function) for slot, code in jobs], bar)
         for (slot, code), outcome in zip(jobs, outcomes):
@@ -202,7 +220,7 @@ def _fill_slots(slots: list[MutantSlot], runner: TestRunner, bar: tqdm, stats: B
                 # The sandbox itself failed: no verdict on the mutant, so it is not kept.
                 stats.count(slot.pattern, "rejected_unverified")
             else:
-                slot.accepted.append(code)
+                slot.accepted.append(Mutant(code, outcome.failures))
                 stats.count(slot.pattern, "accepted")
                 stats.error_kinds[outcome.error_kind] += 1
 
@@ -231,12 +249,14 @@ def _tasks_of(slots: list[MutantSlot], config: CorpusBuildConfig) -> list[dict]:
     tasks = []
     for slot in slots:  # slots are in function order, then pattern order
         base = get_mutator(slot.pattern).base_difficulty
-        split = split_of(slot.function.function_id, slot.function.source, config.seed,
-                         config.validation_fraction)
-        for index, code in enumerate(slot.accepted):
-            tasks.append(make_task(slot.function, split=split, pattern=slot.pattern, index=index,
-                                   buggy_code=code, seed=config.seed,
-                                   difficulty=difficulty(base, slot.function.reference_code)))
+        for index, mutant in enumerate(slot.accepted):
+            tests = (split_tests(slot.function.tests, mutant.failures) if config.visible_failing_test
+                     else TestSplit(slot.function.tests))
+            tasks.append(make_task(slot.function, split=slot.split, pattern=slot.pattern, index=index,
+                                   buggy_code=mutant.code, seed=config.seed,
+                                   difficulty=difficulty(base, slot.function.reference_code),
+                                   tests=tests.hidden, visible_tests=tests.visible,
+                                   error_context=tests.error_context))
     return tasks
 
 

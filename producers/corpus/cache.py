@@ -18,15 +18,26 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_CACHE_DIR = REPO_ROOT / ".cache" / "corpus"
 # Files that do not change what a build produces.
 _NOT_IN_KEY = {"cli.py", "cache.py", "summary.py"}
+# Outside the package, what else decides a record: the Task schema gives its fields, and the
+# sandbox decides which bugs are kept and words the error context.
+TASK_SCHEMA = REPO_ROOT / "schemas" / "task.avsc"
+SANDBOX_DIR = REPO_ROOT / "streams" / "sandbox"
 
 
-def build_key(config: CorpusBuildConfig) -> str:
-    """Hash of the config and of the corpus code (mutators, loaders, build logic)."""
+def key_files() -> list[Path]:
+    """The files whose content decides what a build produces, in a fixed order."""
+    package = [p for p in sorted(PACKAGE_DIR.rglob("*.py")) if p.name not in _NOT_IN_KEY]
+    return package + [TASK_SCHEMA] + sorted(SANDBOX_DIR.glob("*.py"))
+
+
+def build_key(config: CorpusBuildConfig, files: list[Path] | None = None) -> str:
+    """Hash of the config and of the files that decide the corpus (``key_files()``: the corpus
+    code, the Task schema, the sandbox), so a change of any of them is a new cache entry."""
     digest = hashlib.sha256(config.model_dump_json().encode())
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        if path.name not in _NOT_IN_KEY:
-            digest.update(str(path.relative_to(PACKAGE_DIR)).encode())
-            digest.update(path.read_bytes())
+    for path in key_files() if files is None else files:
+        label = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path.name
+        digest.update(str(label).encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -47,13 +47,19 @@ def build(
     mutants_per_pattern: Annotated[int, typer.Option(
         help="Bugs per function and pattern.")] = 1,
     humaneval: Annotated[bool, typer.Option(help="Add the HumanEval held-out split.")] = True,
+    heldout_pattern: Annotated[Optional[list[str]], typer.Option(
+        "--heldout-pattern", help="Bug pattern held out of training (repeat): built on validation "
+                                  "functions only, split `heldout_pattern`.")] = None,
+    visible_test: Annotated[bool, typer.Option(
+        help="Show a bug's first failing test with its error (when it fails two or more).")] = True,
     workers: Annotated[int, typer.Option(help="Sandbox workers.")] = 2,
     timeout: Annotated[float, typer.Option(help="Seconds per test run.")] = 5.0,
 ) -> None:
     """Inject bugs into MBPP (and HumanEval), keep those the tests catch, write JSONL."""
     settings = dict(seed=seed, max_functions=max_functions, validation_fraction=validation_fraction,
                     mutants_per_function_per_pattern=mutants_per_pattern,
-                    include_humaneval=humaneval, eval_workers=workers, eval_timeout_s=timeout)
+                    include_humaneval=humaneval, eval_workers=workers, eval_timeout_s=timeout,
+                    heldout_patterns=tuple(heldout_pattern or ()), visible_failing_test=visible_test)
     if pattern:
         settings["patterns"] = tuple(pattern)
     try:
@@ -88,6 +94,8 @@ def show(
             console.print(escape(task["description"].strip().splitlines()[0]))
         console.print(Syntax(bug_diff(task), "diff", theme="ansi_dark"))
         console.print(escape(f"{len(task['tests'])} hidden tests, e.g. {task['tests'][0]}"))
+        for test in task.get("visible_tests", []):
+            console.print(escape(f"visible test: {test}  ->  {task['error_context']}"))
 
 
 @tasks_app.command()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from producers.corpus.mutators import ALL_PATTERNS, MUTATORS
 
@@ -26,6 +26,16 @@ class CorpusBuildConfig(BaseModel):
         None, ge=1, description="Use only the first N functions of each source (None = all).")
     include_humaneval: bool = Field(
         True, description="Add HumanEval bugs as the held-out evaluation split.")
+    heldout_patterns: tuple[str, ...] = Field(
+        (), description="Bug patterns held out of training: injected into validation functions only, "
+                        "whose tasks of these patterns get the split `heldout_pattern` (function and pattern "
+                        "both unseen in training); train functions get no bug of them. Must be among "
+                        "`patterns`, leaving at least one for training. HumanEval keeps every pattern.")
+    visible_failing_test: bool = Field(
+        True, description="Show one failing test: a bug that fails at least two tests moves the first it "
+                          "fails from `tests` (hidden, scored) to `visible_tests`, with what went wrong "
+                          "there as `error_context`; other bugs keep every test hidden. False keeps every "
+                          "test hidden and no error context.")
     eval_workers: int = Field(2, ge=1, description="Sandbox worker processes.")
     eval_timeout_s: float = Field(
         5.0, gt=0, description="Time limit per test run; a mutant that runs out counts as failing.")
@@ -39,3 +49,15 @@ class CorpusBuildConfig(BaseModel):
         if len(set(patterns)) != len(patterns):
             raise ValueError(f"bug patterns listed twice: {list(patterns)}")
         return patterns
+
+    @model_validator(mode="after")
+    def _heldout_among_patterns(self) -> "CorpusBuildConfig":
+        heldout = self.heldout_patterns
+        if len(set(heldout)) != len(heldout):
+            raise ValueError(f"held-out patterns listed twice: {list(heldout)}")
+        if not set(heldout) <= set(self.patterns):
+            raise ValueError(f"held-out patterns {sorted(set(heldout) - set(self.patterns))} are not among "
+                             f"the injected patterns {list(self.patterns)}")
+        if heldout and set(heldout) == set(self.patterns):
+            raise ValueError("every pattern is held out: training would get no task")
+        return self

@@ -1,7 +1,8 @@
 """Running a function's tests: the build asks a ``TestRunner`` and the sandbox answers.
 
-The build only needs "how many tests passed"; keeping the runner a parameter keeps the
-build logic free of process management and lets any sandbox stand in.
+The build needs how many tests passed and, for the error shown in a prompt, what went wrong
+on each failing test; keeping the runner a parameter keeps the build logic free of process
+management and lets any sandbox stand in.
 """
 
 from __future__ import annotations
@@ -24,12 +25,25 @@ class TestJob:
 
 
 @dataclass(frozen=True)
+class TestFailure:
+    """One failing test: its index in ``tests`` and what the sandbox said went wrong there
+    ("expected 3, got 4", "ZeroDivisionError: division by zero", ...)."""
+
+    __test__ = False
+
+    index: int
+    error_kind: str  # the sandbox's ErrorKind value for this test
+    message: str
+
+
+@dataclass(frozen=True)
 class TestOutcome:
     __test__ = False
 
     tests_passed: int
     tests_total: int
     error_kind: str  # the sandbox's ErrorKind value, e.g. "ok", "wrong_answer", "timeout"
+    failures: tuple[TestFailure, ...] = ()  # the failing tests, in test order
 
     @property
     def passed_all(self) -> bool:
@@ -55,7 +69,9 @@ def sandbox_runner(workers: int = 2, timeout_s: float = 5.0) -> Iterator[TestRun
                             imports=list(job.function.test_imports))
                 for job in jobs
             ]
-            return [TestOutcome(r.tests_passed, r.tests_total, _kind(r.error_kind))
+            return [TestOutcome(r.tests_passed, r.tests_total, _kind(r.error_kind),
+                                tuple(TestFailure(o.index, _kind(o.error_kind), o.message)
+                                      for o in r.outcomes if not o.passed))
                     for r in pool.evaluate_many(requests)]
 
         yield run

@@ -8,7 +8,7 @@ from typing import Iterable
 
 from producers.corpus.mutators import ALL_PATTERNS
 
-SPLIT_ORDER = ("train", "validation", "heldout")
+SPLIT_ORDER = ("train", "validation", "heldout", "heldout_pattern")
 
 
 def counts_by_pattern_and_split(tasks: Iterable[dict]) -> dict[str, dict[str, int]]:

@@ -30,11 +30,13 @@ def _policy(model: Path | None, run: Path | None, policy_version: int | None) ->
     return base_model_dir(run), adapter, version
 
 
-def default_report_path(tasks: Path, model: Path | None, run: Path | None, version: int, greedy_only: bool) -> Path:
+def default_report_path(tasks: Path, model: Path | None, run: Path | None, version: int, greedy_only: bool,
+                        error_context: bool = False) -> Path:
     """Where a report goes without --out: in the policy's run folder (runs/<name>/eval/), or for
     a bare --model in runs/eval-<model name>/; named by bug set, policy version and mode."""
     folder = run / "eval" if run is not None else Path("runs") / f"eval-{model.name}"
-    return folder / f"{tasks.stem}-v{version}{'-greedy' if greedy_only else ''}.json"
+    mode = ("-greedy" if greedy_only else "") + ("-error-context" if error_context else "")
+    return folder / f"{tasks.stem}-v{version}{mode}.json"
 
 
 def eval_command(
@@ -56,6 +58,8 @@ def eval_command(
     out: Annotated[
         Optional[Path], typer.Option(help="report JSON (default: in the run folder, runs/<name>/eval/)")
     ] = None,
+    error_context: Annotated[bool, typer.Option(
+        "--error-context", help="show each task's visible test and its error in the prompt (never scored)")] = False,
     workers: Annotated[int, typer.Option(help="sandbox processes")] = 2,
     bootstrap: Annotated[Optional[str], typer.Option(help="also publish an `eval` Metric to this Kafka")] = None,
 ) -> None:
@@ -72,11 +76,12 @@ def eval_command(
     bug_set = read_eval_tasks(tasks)
     if limit is not None:
         bug_set = spread_over_functions(bug_set, limit)
-    out = out or default_report_path(tasks, model, run, version, greedy_only)
+    out = out or default_report_path(tasks, model, run, version, greedy_only, error_context)
     with SandboxPool(SandboxConfig(workers=workers)) as pool:
         report = evaluate_policy(base, bug_set, adapter=adapter, policy_version=version, k=k, n=n,
                                  temperature=temperature, max_new_tokens=max_new_tokens, pool=pool, seed=seed,
-                                 progress=True, greedy_only=greedy_only, backend=backend, compute_type=compute_type)
+                                 progress=True, greedy_only=greedy_only, backend=backend, compute_type=compute_type,
+                                 include_error_context=error_context)
     report.write_json(out)
     render_table(report)
     if bootstrap:
@@ -85,27 +90,31 @@ def eval_command(
 
 
 def eval_sets_command(
-    out_dir: Annotated[Path, typer.Option(help="folder for one JSONL per held-out set")] = Path("eval_sets"),
+    out_dir: Annotated[Path, typer.Option(
+        help="folder for validation.jsonl, humaneval.jsonl (and heldout_pattern.jsonl)")] = Path("eval_sets"),
     corpus: Annotated[Optional[Path], typer.Option(help="a corpus JSONL (default: build/cache one)")] = None,
     seed: Annotated[int, typer.Option(help="corpus seed (when building)")] = 0,
     max_functions: Annotated[Optional[int], typer.Option(help="corpus size cap (when building)")] = None,
+    heldout_pattern: Annotated[Optional[list[str]], typer.Option(
+        "--heldout-pattern", help="bug pattern held out of training (repeat; when building)")] = None,
     limit: Annotated[Optional[int], typer.Option(help="tasks per set")] = None,
 ) -> None:
-    """Write the held-out bug sets (validation split, HumanEval with injected bugs) of a corpus."""
-    from producers.evaluation.converters import EVAL_SETS, convert_corpus
+    """Write the held-out bug sets of a corpus: validation split, HumanEval with injected bugs,
+    and, when patterns are held out, the held-out bug-pattern set."""
+    from producers.evaluation.converters import EVAL_SETS, OPTIONAL_EVAL_SETS, EmptyEvalSetError, convert_corpus
 
     if corpus is None:
         from producers.corpus import CorpusBuildConfig, cached_build
 
-        corpus = cached_build(CorpusBuildConfig(seed=seed, max_functions=max_functions))
-    from producers.corpus import read_tasks
-
-    splits = {r.get("split") for r in read_tasks(Path(corpus))}
+        corpus = cached_build(CorpusBuildConfig(seed=seed, max_functions=max_functions,
+                                                heldout_patterns=tuple(heldout_pattern or ())))
     for name in EVAL_SETS:
-        if EVAL_SETS[name]["split"] not in splits:  # e.g. no pattern was held out of this corpus
-            typer.echo(f"{name}: the corpus has no {EVAL_SETS[name]['split']!r} split; not written")
-            continue
-        count = convert_corpus(corpus, out_dir / f"{name}.jsonl", name, limit=limit)
+        try:
+            count = convert_corpus(corpus, out_dir / f"{name}.jsonl", name, limit=limit)
+        except EmptyEvalSetError:
+            if name in OPTIONAL_EVAL_SETS:
+                continue  # a corpus built without held-out patterns
+            raise
         typer.echo(f"{out_dir / f'{name}.jsonl'}: {count} tasks")
 
 

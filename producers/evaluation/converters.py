@@ -2,8 +2,8 @@
 
 - validation: the corpus's `validation` split (MBPP functions never trained on);
 - humaneval: the `heldout` split with `source == "humaneval"` (HumanEval with injected bugs);
-- heldout_pattern: the `heldout_pattern` split (validation functions whose bug pattern the
-  corpus held out of training); a corpus built without held-out patterns has none.
+- heldout_pattern: the `heldout_pattern` split (validation functions with bug patterns held out
+  of training; only in a corpus built with `heldout_patterns`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,12 @@ EVAL_SETS: dict[str, dict] = {
     "humaneval": {"split": "heldout", "source": "humaneval"},
     "heldout_pattern": {"split": "heldout_pattern", "source": None},
 }
+# Sets only some corpora hold: a corpus without them is not an error.
+OPTIONAL_EVAL_SETS = frozenset({"heldout_pattern"})
+
+
+class EmptyEvalSetError(ValueError):
+    """The corpus holds no task of the set asked for."""
 
 
 def select_tasks(records: list[dict], *, split: str, source: str | None = None, limit: int | None = None) -> list[dict]:
@@ -36,6 +42,6 @@ def convert_corpus(corpus: str | Path, out: str | Path, eval_set: EvalSet, limit
         raise ValueError(f"unknown eval set {eval_set!r}; known: {sorted(EVAL_SETS)}")
     tasks = select_tasks(list(read_tasks(Path(corpus))), limit=limit, **EVAL_SETS[eval_set])
     if not tasks:
-        raise ValueError(f"{corpus}: no tasks for eval set {eval_set!r}")
+        raise EmptyEvalSetError(f"{corpus}: no tasks for eval set {eval_set!r}")
     write_eval_tasks(out, tasks)
     return len(tasks)

@@ -7,9 +7,12 @@ Bug-set format (JSONL, one task per line; full corpus Task records are accepted 
 
 Per task the policy makes one greedy repair (success@1) and n temperature samples
 (pass@k, unbiased estimator). Sampling is a parameter (`Generate`), so tests can evaluate
-fixed answers and the CLI wraps the transformers backend. Candidates go through the same
-evaluator the training stream uses (`streams.feedback.evaluate`), so "passed" and the
-hack flags mean here exactly what they mean in training.
+fixed answers and the CLI wraps the transformers backend. The prompt is the generator's
+(`render_task_prompt`): with `include_error_context` it shows the task's visible test and
+its error, as training does with the same knob; the visible test is never scored.
+Candidates go through the same evaluator the training stream uses
+(`streams.feedback.evaluate`), so "passed" and the hack flags mean here exactly what they
+mean in training.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 from infra.platform.topics import Topics
 from producers.evaluation.metrics import CandidateOutcome, Metrics, summarise, summarise_by_pattern
 from producers.generator.backends.base import SamplingParams
-from schemas.prompt import render_prompt, task_import_names
+from schemas.prompt import render_task_prompt, task_import_names
 from streams.feedback.evaluate import EvaluatorConfig, aevaluate_rollout
 from streams.sandbox import SandboxPool
 
@@ -66,17 +69,19 @@ class EvalReport:
         return path
 
 
-def hf_generate(backend) -> Generate:
-    """A Generate over a GenerationBackend with a Hugging Face tokenizer."""
+def hf_generate(backend, include_error_context: bool = False, max_error_chars: int = 2000) -> Generate:
+    """A Generate over a GenerationBackend with a Hugging Face tokenizer, prompting as the
+    generator does with the same `include_error_context` and `max_error_chars`."""
     def generate(tasks: Sequence[dict], params: SamplingParams) -> list[list[str]]:
-        prompts = [render_prompt(backend.tokenizer, t["buggy_code"]) for t in tasks]
+        prompts = [render_task_prompt(backend.tokenizer, t, include_error_context, max_error_chars) for t in tasks]
         return [[s.text for s in group] for group in backend.generate(prompts, params)]
 
     return generate
 
 
 def load_generate(model_dir: str | Path, adapter: str | Path | None = None, policy_version: int = 1,
-                  device: str = "auto", backend: str = "transformers", compute_type: str = "float32") -> Generate:
+                  device: str = "auto", backend: str = "transformers", compute_type: str = "float32",
+                  include_error_context: bool = False, max_error_chars: int = 2000) -> Generate:
     """A generation backend on `model_dir`, wearing `adapter` (a LoRA or full policy dir) if given.
 
     The transformers backend is the exact reference; ctranslate2 at float32 agrees with it
@@ -90,7 +95,7 @@ def load_generate(model_dir: str | Path, adapter: str | Path | None = None, poli
                                           device=device))
     if adapter is not None:
         engine.load_policy(max(policy_version, 1), str(adapter))
-    return hf_generate(engine)
+    return hf_generate(engine, include_error_context, max_error_chars)
 
 
 def _rollout(task: dict, text: str, index: int, size: int, version: int, seed: int) -> dict:
@@ -127,14 +132,17 @@ def evaluate_policy(model_dir: str | Path | None, tasks: Sequence[dict], *, adap
                     pool: SandboxPool, seed: int = 0, policy_version: int = 0, generate: Generate | None = None,
                     evaluator: EvaluatorConfig = EVAL_EVALUATOR, chunk_tasks: int = 4,
                     progress: bool = False, greedy_only: bool = False, backend: str = "transformers",
-                    compute_type: str = "float32") -> EvalReport:
+                    compute_type: str = "float32", include_error_context: bool = False,
+                    max_error_chars: int = 2000) -> EvalReport:
     """Evaluate a policy on `tasks` (normalised bug-set records).
 
     One greedy repair per task (success@1) and, unless `greedy_only`, n >= k samples at
     `temperature` (pass@1 and pass@k by the unbiased estimator; n defaults to k). `generate`
     replaces the policy (tests); without it `backend` is loaded from `model_dir`.
     Tasks go through generation and the sandbox `chunk_tasks` at a time, so `progress`
-    can show tasks done, greedy successes so far and the time left.
+    can show tasks done, greedy successes so far and the time left. `include_error_context`
+    shows each task's visible test and its error in the prompt (a loaded backend only; a
+    given `generate` renders its own prompts).
     """
     n = n or k
     if not tasks:
@@ -146,7 +154,8 @@ def evaluate_policy(model_dir: str | Path | None, tasks: Sequence[dict], *, adap
     if generate is None:
         if model_dir is None:
             raise ValueError("give model_dir or a generate callable")
-        generate = load_generate(model_dir, adapter, policy_version, backend=backend, compute_type=compute_type)
+        generate = load_generate(model_dir, adapter, policy_version, backend=backend, compute_type=compute_type,
+                                 include_error_context=include_error_context, max_error_chars=max_error_chars)
     tasks = list(tasks)
     outcomes: list[CandidateOutcome] = []
     with _TaskProgress(len(tasks), enabled=progress) as bar:
@@ -163,7 +172,9 @@ def evaluate_policy(model_dir: str | Path | None, tasks: Sequence[dict], *, adap
     settings = {"k": k, "n": 0 if greedy_only else n, "greedy_only": greedy_only, "temperature": temperature,
                 "max_new_tokens": max_new_tokens, "seed": seed, "tasks": len(tasks),
                 "evaluator_version": evaluator.version, "backend": backend if generate_is_loaded else "given",
-                "compute_type": compute_type if generate_is_loaded and backend == "ctranslate2" else None}
+                "compute_type": compute_type if generate_is_loaded and backend == "ctranslate2" else None,
+                "include_error_context": include_error_context if generate_is_loaded else None,
+                "tasks_with_error_context": sum(bool(t.get("error_context")) for t in tasks)}
     return _report(model_dir, adapter, policy_version, settings, tasks, outcomes, time.monotonic() - t0)
 
 

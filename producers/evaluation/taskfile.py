@@ -16,6 +16,9 @@ Optional:
   source          str   where the task comes from (default "custom")
   function_id     str   the function the bug was injected into (default: the task_id); `--limit`
                         spreads a short set over functions by it
+  visible_tests   list[str]  tests shown in the prompt with `--error-context` (default []); never
+                        scored: they are not among `tests`
+  error_context   str   what went wrong on the visible tests (default "")
 Full `Task` records of the corpus (schemas/task.avsc) are accepted as they are; extra
 fields are ignored.
 """
@@ -26,7 +29,8 @@ import json
 from pathlib import Path
 
 EVAL_FIELDS = ("task_id", "function_id", "source", "entry_point", "buggy_code", "reference_code",
-               "test_setup_code", "test_imports", "tests", "bug_pattern", "difficulty")
+               "test_setup_code", "test_imports", "tests", "bug_pattern", "difficulty", "visible_tests",
+               "error_context")
 
 
 class EvalTaskError(ValueError):
@@ -56,6 +60,9 @@ def normalise_task(record: dict, where: str = "task") -> dict:
     imports = record.get("test_imports", [])
     if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
         raise EvalTaskError(f"{where}: field 'test_imports' must be a list of strings")
+    visible = record.get("visible_tests", [])
+    if not isinstance(visible, list) or not all(isinstance(t, str) for t in visible):
+        raise EvalTaskError(f"{where}: field 'visible_tests' must be a list of strings")
     difficulty = record.get("difficulty", 0.5)
     if isinstance(difficulty, bool) or not isinstance(difficulty, (int, float)) or not 0 <= difficulty <= 1:
         raise EvalTaskError(f"{where}: field 'difficulty' must be a number in [0, 1], got {difficulty!r}")
@@ -72,6 +79,8 @@ def normalise_task(record: dict, where: str = "task") -> dict:
         "tests": list(tests),
         "bug_pattern": _string(record, "bug_pattern", where, "unknown") or "unknown",
         "difficulty": float(difficulty),
+        "visible_tests": list(visible),
+        "error_context": _string(record, "error_context", where, ""),
     }
 
 

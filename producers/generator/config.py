@@ -50,7 +50,8 @@ class GeneratorConfig(BaseModel):
         4, ge=0, description="Largest gap between the newest published policy and the one sampling, in versions."
     )
     include_error_context: bool = Field(
-        False, description="Put the failing tests' output into the prompt (extra context for hard bugs)."
+        False, description="Show the task's visible test and what went wrong on it (`visible_tests`, "
+        "`error_context`) in the prompt; the visible test is never scored, shown or not."
     )
     max_error_chars: int = Field(2000, ge=0, description="Error context longer than this is cut (its tail is kept).")
 

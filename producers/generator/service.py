@@ -35,7 +35,7 @@ from producers.generator.backends.base import GenerationBackend, Sample, Samplin
 from producers.generator.config import GeneratorConfig
 from producers.generator.frontier import (FrontierConfig, TaskRates, band_sizes_by_pattern, frontier_band,
                                           pick_frontier, unmeasured)
-from schemas.prompt import PROMPT_TEMPLATE_VERSION, render_prompt
+from schemas.prompt import PROMPT_TEMPLATE_VERSION, render_task_prompt
 from producers.generator.scheduler import Curriculum, CurriculumConfig, FollowedFeed, TaskFeed, TopicFollower
 
 log = logging.getLogger(__name__)
@@ -328,15 +328,7 @@ class GeneratorService:
         """Sample and publish `n_groups` groups; raises DeliveryError if the broker refused them."""
         g = self.cfg.generator
         tasks = [self.pick_task() for _ in range(n_groups)]
-        prompts = [
-            render_prompt(
-                self.tokenizer,
-                t["buggy_code"],
-                t.get("error_context") if g.include_error_context else None,
-                g.max_error_chars,
-            )
-            for t in tasks
-        ]
+        prompts = [render_task_prompt(self.tokenizer, t, g.include_error_context, g.max_error_chars) for t in tasks]
         # A fresh seed per batch: the same seed on the same prompts would repeat the samples.
         params = self.params.model_copy(update={"seed": g.seed + self.state.batches})
         started = time.monotonic()

@@ -1,7 +1,7 @@
 """Supervised warm-up: teach the base model the repair format on (buggy -> fixed) pairs
 before reinforcement learning starts, so that early groups are not all zero reward.
 
-The prompt is exactly what the generator renders (prompt.render_prompt) and the target is
+The prompt is exactly what the generator renders (prompt.render_task_prompt) and the target is
 the reference function in a code fence followed by the end-of-turn token; the loss covers
 the target tokens only. The result is a plain Hugging Face directory (a LoRA, if used, is
 merged in) that transformers, peft and vLLM load as a base model.
@@ -27,7 +27,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, get_linear_schedul
 
 from producers.generator.backends.hf import pick_device
 from producers.generator.model_store import write_manifest
-from schemas.prompt import PROMPT_TEMPLATE_VERSION, completion_target, render_prompt
+from schemas.prompt import PROMPT_TEMPLATE_VERSION, completion_target, render_task_prompt
 
 IGNORE_INDEX = -100  # label value torch's cross-entropy skips
 
@@ -48,7 +48,8 @@ class WarmupConfig(BaseModel):
     )
     lora_rank: int = Field(0, ge=0, description="0 trains all weights; >0 trains a LoRA of this rank and merges it.")
     lora_alpha: int = Field(16, ge=1, description="LoRA scaling numerator (only with lora_rank > 0).")
-    include_error_context: bool = Field(False, description="Render the pairs' error context into the prompt.")
+    include_error_context: bool = Field(
+        False, description="Render the pairs' visible tests and error context into the prompt (as the generator does).")
     seed: int = Field(0, ge=0, description="Seed of the shuffle, the held-out split and the LoRA init.")
     device: str = Field("auto", description="Torch device; auto picks cuda if present.")
 
@@ -60,6 +61,7 @@ class RepairPair:
     buggy_code: str
     reference_code: str
     error_context: str | None = None
+    visible_tests: tuple[str, ...] = ()
 
 
 @dataclass
@@ -78,7 +80,7 @@ class WarmupMetrics:
 def pairs_from_tasks(tasks: Iterable[dict], splits: tuple[str, ...] = ("train",)) -> list[RepairPair]:
     """RepairPairs from corpus task dicts (`buggy_code`, `reference_code`, `split`) of the given splits."""
     return [
-        RepairPair(t["buggy_code"], t["reference_code"], t.get("error_context"))
+        RepairPair(t["buggy_code"], t["reference_code"], t.get("error_context"), tuple(t.get("visible_tests", ())))
         for t in tasks
         if t.get("split", "train") in splits
     ]
@@ -86,7 +88,8 @@ def pairs_from_tasks(tasks: Iterable[dict], splits: tuple[str, ...] = ("train",)
 
 def encode_pair(tokenizer, pair: RepairPair, include_error_context: bool = False) -> tuple[list[int], list[int]]:
     """(input_ids, labels) with the prompt positions masked out of the labels."""
-    prompt = render_prompt(tokenizer, pair.buggy_code, pair.error_context if include_error_context else None)
+    task = {"buggy_code": pair.buggy_code, "error_context": pair.error_context, "visible_tests": pair.visible_tests}
+    prompt = render_task_prompt(tokenizer, task, include_error_context)
     target = tokenizer(completion_target(pair.reference_code), add_special_tokens=False)["input_ids"]
     target = target + [tokenizer.eos_token_id]
     return prompt + target, [IGNORE_INDEX] * len(prompt) + target

@@ -153,3 +153,25 @@ def test_chunks_put_together_are_the_whole_build(runner):
         assert [t for chunk in chunks for t in chunk] == whole
         assert (stats.functions, stats.outcomes, stats.references_failing) == (
             whole_stats.functions, whole_stats.outcomes, whole_stats.references_failing)
+
+
+def test_held_out_patterns_are_unseen_in_training_by_function_and_pattern(runner):
+    heldout = ("wrong_return",)
+    config = CorpusBuildConfig(max_functions=12, validation_fraction=0.4, include_humaneval=False,
+                               patterns=("operator_swap", "wrong_return", "missing_colon"), heldout_patterns=heldout)
+    tasks, _ = build_corpus(config, runner, progress=False)
+    by_split = {}
+    for t in tasks:
+        by_split.setdefault(t["split"], []).append(t)
+    assert set(by_split) == {"train", "validation", "heldout_pattern"}
+    train, held = by_split["train"], by_split["heldout_pattern"]
+    assert {t["bug_pattern"] for t in held} == set(heldout)
+    assert not {t["bug_pattern"] for t in train + by_split["validation"]} & set(heldout)
+    # both the function and the pattern of a held-out-pattern task are unseen in training
+    assert not {t["function_id"] for t in held} & {t["function_id"] for t in train}
+    assert {t["function_id"] for t in held} <= {t["function_id"] for t in by_split["validation"]} | {
+        t["function_id"] for t in held}
+    # the same build without held-out patterns: those bugs are validation tasks of the same functions
+    plain, _ = build_corpus(config.model_copy(update={"heldout_patterns": ()}), runner, progress=False)
+    plain_held = [t for t in plain if t["split"] == "validation" and t["bug_pattern"] in heldout]
+    assert [t["task_id"] for t in plain_held] == [t["task_id"] for t in held]

@@ -10,7 +10,7 @@ from producers.corpus.difficulty import difficulty
 from producers.corpus.functions import SourceFunction
 from producers.corpus.mutators import ALL_PATTERNS
 from producers.corpus.records import TASK_FIELDS, TaskRecordError, make_task, read_tasks, write_tasks
-from producers.corpus.split import split_of
+from producers.corpus.split import HELDOUT_PATTERN, split_of, task_split
 from producers.corpus.summary import bug_diff, counts_by_pattern_and_split
 from schemas.codec import SCHEMA_DIR
 
@@ -83,7 +83,77 @@ def test_config_defaults_and_validation():
 def test_counts_and_diff():
     records = [task(), task(index=1, split="validation"), task(pattern="missing_colon")]
     counts = counts_by_pattern_and_split(records)
-    assert counts == {"operator_swap": {"train": 1, "validation": 1, "heldout": 0},
-                      "missing_colon": {"train": 1, "validation": 0, "heldout": 0}}
+    assert counts == {"operator_swap": {"train": 1, "validation": 1, "heldout": 0, "heldout_pattern": 0},
+                      "missing_colon": {"train": 1, "validation": 0, "heldout": 0, "heldout_pattern": 0}}
     diff = bug_diff(task())
     assert "-    return x + 1\n" in diff and "+    return x - 1\n" in diff
+
+
+def test_a_held_out_pattern_is_never_trained_on_and_has_its_own_split():
+    heldout = ("wrong_return",)
+    assert task_split("train", "wrong_return", heldout) is None  # never built
+    assert task_split("validation", "wrong_return", heldout) == HELDOUT_PATTERN
+    assert task_split("heldout", "wrong_return", heldout) == "heldout"  # HumanEval keeps every pattern
+    assert task_split("train", "operator_swap", heldout) == "train"
+    assert task_split("validation", "operator_swap", heldout) == "validation"
+    assert task_split("train", "wrong_return", ()) == "train"
+
+
+def test_held_out_patterns_are_validated():
+    assert CorpusBuildConfig().heldout_patterns == ()  # none by default
+    config = CorpusBuildConfig(patterns=("operator_swap", "wrong_return"), heldout_patterns=("wrong_return",))
+    assert config.heldout_patterns == ("wrong_return",)
+    with pytest.raises(ValidationError, match="not among"):
+        CorpusBuildConfig(patterns=("operator_swap",), heldout_patterns=("wrong_return",))
+    with pytest.raises(ValidationError, match="every pattern is held out"):
+        CorpusBuildConfig(patterns=("operator_swap",), heldout_patterns=("operator_swap",))
+    with pytest.raises(ValidationError, match="twice"):
+        CorpusBuildConfig(heldout_patterns=("operator_swap", "operator_swap"))
+
+
+def test_visible_test_and_error_context_are_task_fields():
+    record = task(tests=("assert inc(2) == 3",), visible_tests=("assert inc(1) == 2",),
+                  error_context="expected 2, got 0")
+    assert record["tests"] == ["assert inc(2) == 3"] and record["visible_tests"] == ["assert inc(1) == 2"]
+    assert record["error_context"] == "expected 2, got 0"
+    assert (task()["visible_tests"], task()["error_context"], task()["tests"]) == ([], "", ["assert inc(1) == 2"])
+
+
+def test_an_old_task_record_without_the_new_fields_still_decodes():
+    from schemas.codec import CODEC, Codec, load_schema_file, new_event_fields
+
+    old_schema = load_schema_file(SCHEMA_DIR / "history" / "task-1.avsc")
+    old_fields = {f["name"] for f in old_schema["fields"]}
+    assert {"error_context", "visible_tests"}.isdisjoint(old_fields)
+    writer = Codec()
+    writer.register(old_schema)
+    old = {**new_event_fields(), **{k: v for k, v in task(difficulty=0.5).items() if k in old_fields}}
+    decoded = CODEC.decode(writer.encode("Task", old))  # the project's codec: the current schema
+    assert decoded == {**old, "error_context": "", "visible_tests": []}
+    assert decoded["tests"] == ["assert inc(1) == 2"]
+
+
+def test_the_cache_key_follows_the_task_schema_and_the_sandbox(tmp_path):
+    from producers.corpus.cache import TASK_SCHEMA, build_key, key_files
+
+    files = key_files()
+    assert TASK_SCHEMA in files and any(p.parts[-2:] == ("sandbox", "verdict.py") for p in files)
+    schema = tmp_path / "task.avsc"
+    schema.write_text(TASK_SCHEMA.read_text())
+    before = build_key(CorpusBuildConfig(), [schema])
+    schema.write_text(TASK_SCHEMA.read_text().replace('"default": ""', '"default": "-"'))
+    assert build_key(CorpusBuildConfig(), [schema]) != before
+    assert build_key(CorpusBuildConfig(heldout_patterns=("wrong_return",))) != build_key(CorpusBuildConfig())
+
+
+def test_a_corpus_file_written_before_the_new_fields_still_reads(tmp_path):
+    old = {k: v for k, v in task().items() if k not in ("error_context", "visible_tests")}
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(old) + "\n" + json.dumps(old) + "\n")
+    first, second = read_tasks(path)
+    assert first == task() and list(first) == list(TASK_FIELDS)
+    first["visible_tests"].append("x")
+    assert second["visible_tests"] == []  # defaults are not shared between records
+    path.write_text(json.dumps({k: v for k, v in old.items() if k != "tests"}) + "\n")
+    with pytest.raises(TaskRecordError, match="missing \\['tests'\\]"):
+        list(read_tasks(path))

@@ -54,3 +54,41 @@ def test_a_limited_set_spreads_over_functions_and_ignores_record_order():
     assert len({t["bug_pattern"] for t in picked[:4]}) > 1  # not the same pattern of every function
     assert [t["task_id"] for t in select_tasks(many[::-1], split="validation", limit=6)] == \
         [t["task_id"] for t in picked]
+
+
+def test_the_held_out_pattern_set_and_the_visible_test_travel_to_the_eval_file(tmp_path):
+    from producers.evaluation.converters import EmptyEvalSetError
+
+    shown = dict(record("v-1", "heldout_pattern", "mbpp"), tests=["assert f() == 1"],
+                 visible_tests=["assert f() + 0 == 1"], error_context="expected 1, got 2")
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in CORPUS + [shown]))
+    assert convert_corpus(path, tmp_path / "hp.jsonl", "heldout_pattern") == 1
+    (task,) = read_eval_tasks(tmp_path / "hp.jsonl")
+    assert task["task_id"] == "v-1" and task["tests"] == ["assert f() == 1"]
+    assert task["visible_tests"] == ["assert f() + 0 == 1"] and task["error_context"] == "expected 1, got 2"
+    # a corpus built without held-out patterns has no such set
+    without = tmp_path / "plain.jsonl"
+    without.write_text("".join(json.dumps(r) + "\n" for r in CORPUS))
+    with pytest.raises(EmptyEvalSetError):
+        convert_corpus(without, tmp_path / "none.jsonl", "heldout_pattern")
+    # old records (no visible test) read with the defaults
+    convert_corpus(without, tmp_path / "val.jsonl", "validation")
+    assert all(t["visible_tests"] == [] and t["error_context"] == "" for t in read_eval_tasks(tmp_path / "val.jsonl"))
+
+
+def test_eval_sets_writes_the_held_out_pattern_set_only_when_the_corpus_has_one(tmp_path):
+    from typer.testing import CliRunner
+
+    from infra.compose.cli import app
+
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text("".join(json.dumps(r) + "\n" for r in CORPUS))
+    result = CliRunner().invoke(app, ["eval-sets", "--corpus", str(plain), "--out-dir", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["humaneval.jsonl", "validation.jsonl"]
+    held = tmp_path / "held.jsonl"
+    held.write_text("".join(json.dumps(r) + "\n" for r in CORPUS + [record("v-1", "heldout_pattern", "mbpp")]))
+    result = CliRunner().invoke(app, ["eval-sets", "--corpus", str(held), "--out-dir", str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    assert [t["task_id"] for t in read_eval_tasks(tmp_path / "b" / "heldout_pattern.jsonl")] == ["v-1"]

@@ -211,3 +211,57 @@ def test_default_report_path_is_in_the_run_folder(tmp_path):
     sets = Path("eval_sets/validation.jsonl")
     assert default_report_path(sets, None, tmp_path / "r1", 5, False) == tmp_path / "r1" / "eval" / "validation-v5.json"
     assert default_report_path(sets, Path("m/smol"), None, 0, True) == Path("runs/eval-smol/validation-v0-greedy.json")
+
+
+def test_evaluation_prompts_as_the_generator_does_and_never_scores_the_visible_test(pool):
+    from transformers import AutoTokenizer
+
+    from producers.evaluation.eval import hf_generate
+    from producers.generator.model_store import cached_smollm2
+    from schemas.prompt import render_task_prompt
+
+    tokenizer = AutoTokenizer.from_pretrained(cached_smollm2())
+    task = normalise_task({**TASKS[0], "tests": TASKS[0]["tests"][1:], "visible_tests": TASKS[0]["tests"][:1],
+                           "error_context": "expected 3, got -1"})
+
+    class Backend:  # answers the reference; keeps the prompts it was given
+        def __init__(self):
+            self.tokenizer, self.prompts = tokenizer, []
+
+        def generate(self, prompts, params):
+            from types import SimpleNamespace
+            self.prompts += prompts
+            return [[SimpleNamespace(text=f"```python\n{task['reference_code']}```")] * params.n for _ in prompts]
+
+    for include in (False, True):
+        backend = Backend()
+        report = evaluate_policy(None, [task], generate=hf_generate(backend, include), pool=pool, greedy_only=True)
+        assert backend.prompts == [render_task_prompt(tokenizer, task, include)]
+        assert ("expected 3, got -1" in tokenizer.decode(backend.prompts[0])) is include
+        assert report.overall.success_at_1 == 1.0
+        # the two hidden tests are scored; the visible one is not
+        assert report.candidates[0].pass_fraction == 1.0
+
+
+def test_cli_error_context_reaches_the_prompt_settings(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import producers.evaluation.eval as eval_module
+    from infra.compose.cli import app
+    from producers.evaluation.taskfile import write_eval_tasks
+
+    path = write_eval_tasks(tmp_path / "set.jsonl", [normalise_task(TASKS[0])])
+    given = []
+
+    def fake_load(*args, **kwargs):
+        given.append(kwargs)
+        return lambda ts, params: [[f"```python\n{t['reference_code']}```"] * params.n for t in ts]
+
+    monkeypatch.setattr(eval_module, "load_generate", fake_load)
+    for flag, expected in (([], False), (["--error-context"], True)):
+        out = tmp_path / f"r{expected}.json"
+        result = CliRunner().invoke(app, ["eval", "--tasks", str(path), "--model", str(tmp_path / "model"),
+                                          "--greedy-only", "--workers", "1", "--out", str(out), *flag])
+        assert result.exit_code == 0, result.output
+        assert given[-1]["include_error_context"] is expected
+        assert json.loads(out.read_text())["settings"]["include_error_context"] is expected

@@ -153,3 +153,13 @@ def test_detectable_difference_inverts_the_pairs_needed():
     assert mcnemar_pairs_needed(d, 0.10, 0.05, 0.8) == pytest.approx(300, rel=1e-6)
     assert mcnemar_detectable_difference(3000, 0.10, 0.05) < d < mcnemar_detectable_difference(100, 0.10, 0.05)
     assert mcnemar_detectable_difference(5, 0.10, 0.05) == 0.10  # out of reach: no difference up to psi is
+
+
+def test_each_arm_is_evaluated_with_the_prompt_its_generator_trained_with(tmp_path):
+    from infra.compose.experiment import arm_prompt
+
+    cfg = ExperimentConfig(out_dir=tmp_path, name="exp", seeds=[0],
+                           arms={"raw": "raw", "raw-error": {"reshaping": "raw", "run": {
+                               "generator": {"include_error_context": True, "max_error_chars": 300}}}})
+    assert arm_prompt(cfg, "raw", 0) == {"include_error_context": False, "max_error_chars": 2000}
+    assert arm_prompt(cfg, "raw-error", 0) == {"include_error_context": True, "max_error_chars": 300}

@@ -53,7 +53,7 @@ class FakeSteps:
     def eval_sets(self, corpus_seed: int) -> dict[str, list[dict]]:
         return TASKS
 
-    def evaluate(self, model, adapter, version, sets, seed) -> dict[str, dict]:
+    def evaluate(self, model, adapter, version, sets, seed, prompt) -> dict[str, dict]:
         self.evaluated.append((str(adapter.parent.parent.name) if adapter else BASE, version))
         # a policy's outcome depends on which policy it is: a deterministic, different pattern
         key = sum(map(ord, str(adapter))) + version

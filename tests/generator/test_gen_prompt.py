@@ -73,3 +73,41 @@ def test_target_round_trips_through_extraction():
 @pytest.mark.parametrize("text", ["", "   \n"])
 def test_extract_of_empty_completion_is_empty(text):
     assert extract_code(text) == ""
+
+
+TASK = {"buggy_code": "def inc(x):\n    return x - 1\n", "tests": ["assert inc(2) == 3"],
+        "visible_tests": ["assert inc(1) == 2"], "error_context": "expected 2, got 0"}
+
+
+def test_task_prompt_without_the_context_is_the_bare_repair_prompt():
+    from schemas.prompt import task_messages
+
+    assert task_messages(TASK) == repair_messages(TASK["buggy_code"])
+    user = task_messages(TASK)[1]["content"]
+    assert "inc(1)" not in user and "expected 2, got 0" not in user
+
+
+def test_task_prompt_with_the_context_shows_the_visible_test_and_its_error_never_a_hidden_test():
+    from schemas.prompt import task_messages
+
+    user = task_messages(TASK, include_error_context=True)[1]["content"]
+    assert user.startswith(repair_messages(TASK["buggy_code"])[1]["content"])
+    assert user.endswith("This test fails:\n```python\nassert inc(1) == 2\n```\n\n"
+                         "Running it gives:\n```\nexpected 2, got 0\n```")
+    assert "inc(2)" not in user  # the hidden test
+    # a task without a visible test (one failing test, or an old record) prompts as without the context
+    bare = {"buggy_code": TASK["buggy_code"], "tests": TASK["tests"]}
+    assert task_messages(bare, include_error_context=True) == repair_messages(TASK["buggy_code"])
+    # the error keeps its tail when it is too long
+    long = {**TASK, "error_context": "x" * 100 + "KeyError: 'k'"}
+    assert "```\n..." + "x" * 7 + "KeyError: 'k'\n```" in task_messages(long, True, max_error_chars=20)[1]["content"]
+
+
+def test_render_task_prompt_is_the_chat_template_of_the_task_messages(tokenizer):
+    from schemas.prompt import render_task_prompt
+
+    with_context = render_task_prompt(tokenizer, TASK, include_error_context=True)
+    assert render_task_prompt(tokenizer, TASK) == render_prompt(tokenizer, TASK["buggy_code"])
+    text = tokenizer.decode(with_context)
+    assert "This test fails:\n```python\nassert inc(1) == 2\n```" in text
+    assert text.endswith("<|im_start|>assistant\n") and len(with_context) > len(render_task_prompt(tokenizer, TASK))

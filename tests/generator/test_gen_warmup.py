@@ -53,6 +53,20 @@ def test_encoded_pair_masks_the_prompt_and_ends_with_eos(tokenizer):
     assert tokenizer.decode(target[:-1]) == "```python\ndef f():\n    return 1\n```"
 
 
+def test_encoded_pair_with_the_error_context_prompts_as_the_generator(tokenizer):
+    from schemas.prompt import render_task_prompt
+
+    task = {"buggy_code": "def f():\n    return 0\n", "reference_code": "def f():\n    return 1\n",
+            "split": "train", "visible_tests": ["assert f() == 1"], "error_context": "expected 1, got 0"}
+    (pair,) = pairs_from_tasks([task])
+    assert pair.visible_tests == ("assert f() == 1",) and pair.error_context == "expected 1, got 0"
+    for include in (False, True):
+        prompt = render_task_prompt(tokenizer, task, include)
+        assert encode_pair(tokenizer, pair, include)[0][: len(prompt)] == prompt
+    assert "assert f() == 1" in tokenizer.decode(encode_pair(tokenizer, pair, True)[0])
+    assert "assert f() == 1" not in tokenizer.decode(encode_pair(tokenizer, pair, False)[0])
+
+
 def test_split_is_seeded_and_disjoint():
     pairs = [RepairPair(str(i), str(i)) for i in range(10)]
     train, val = split_pairs(pairs, 0.2, seed=1)

@@ -230,3 +230,27 @@ def test_a_restarted_generator_counts_its_cap_over_the_whole_run(run_config, tin
         again.close()
     assert (state.groups, state.rollouts, state.stopped) == (3, 2, "max_groups")  # one more group, not three
     assert len(read_topic(cfg.topics.rollouts, kafka_bootstrap, 7, timeout_s=3.0)) == 6
+
+
+@pytest.mark.parametrize("include", [False, True])
+def test_the_visible_test_and_its_error_reach_the_prompt_only_when_asked(
+    run_config, tiny_dir, publish, kafka_bootstrap, include
+):
+    from transformers import AutoTokenizer
+
+    from schemas.prompt import render_task_prompt
+
+    cfg = run_config(max_groups=1, group_size=1, include_error_context=include)
+    task = {**make_task("ctx"), "tests": ["assert f() == 1"], "visible_tests": ["assert f() + 0 == 1"],
+            "error_context": "expected 1, got -1"}
+    publish_tasks(publish, cfg.topics.tasks, [task])
+    service = GeneratorService(cfg, TransformersBackend(tiny_dir, device="cpu"), bootstrap=kafka_bootstrap)
+    try:
+        service.run()
+    finally:
+        service.close()
+    (event,) = rollouts_of(cfg, kafka_bootstrap, 1)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
+    assert event.record["prompt_token_ids"] == render_task_prompt(tokenizer, task, include)
+    prompt = tokenizer.decode(event.record["prompt_token_ids"])
+    assert ("assert f() + 0 == 1" in prompt and "expected 1, got -1" in prompt) is include
