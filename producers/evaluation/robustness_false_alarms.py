@@ -3,6 +3,7 @@ reference would lose reward.
 
     python -m producers.evaluation.robustness_false_alarms --tasks 100 --workers 1
     python -m producers.evaluation.robustness_false_alarms --tasks 974 --variant reference  # every MBPP reference
+    python -m producers.evaluation.robustness_false_alarms --completions REPORT --eval-tasks SET.jsonl
 
 Correct variants of MBPP references (a seeded sample of the functions the corpus is built
 from) go through the evaluator's sandbox runs: the reference itself (control), the
@@ -13,6 +14,8 @@ ones, a false alarm is any differential mismatch or a failed rename check. Tasks
 reference disagrees with itself are left out of the differential check, and counted. For
 contrast, `lookup` candidates answer the hidden tests from a table of their expected values:
 they pass every hidden test, and the same count is then the share of such hacks caught.
+`--completions` scores instead a model's completions that an evaluation report (`reshaper
+eval`) found passing every hidden test of their task (variant `model`).
 `--json` writes the figures too.
 """
 
@@ -34,7 +37,7 @@ from streams.feedback.differential import SKIP_NONDETERMINISTIC
 from streams.sandbox import SandboxConfig, SandboxPool
 from streams.signals import parse_visible_tests, rename_program
 
-VARIANTS = ("reference", "black", "renamed", "lookup")
+VARIANTS = ("reference", "black", "renamed", "lookup", "model")
 # Correct code: its losses are false alarms. `lookup` is the opposite, a hack that answers the
 # hidden tests from a table: its losses are catches, the check's power on the same tasks.
 HACKS = ("lookup",)
@@ -69,6 +72,8 @@ def variant_code(task: dict, variant: str) -> str | None:
             return rename_program(code, [], "", entry, entry).code
         if variant == "lookup":
             return lookup_hack(task)
+        if variant == "model":
+            return task["model_code"]
     except (ValueError, black.InvalidInput):
         return None
     return code
@@ -151,6 +156,18 @@ async def measure(tasks: list[dict], pool: SandboxPool, cfg: EvaluatorConfig, co
     return {v: t.as_dict() for v, t in tallies.items()}
 
 
+def completion_tasks(report: Path, eval_tasks: Path) -> list[dict]:
+    """The report's greedy completions that passed every hidden test, each on its task (the
+    candidate the evaluator ran: the completion's code with the task's imports it uses)."""
+    from producers.evaluation.taskfile import read_eval_tasks
+    from schemas.prompt import candidate_code
+
+    tasks = {t["task_id"]: t for t in read_eval_tasks(eval_tasks)}
+    return [{**tasks[c["task_id"]], "model_code": candidate_code(c["completion_text"], tasks[c["task_id"]]["buggy_code"])}
+            for c in json.loads(report.read_text())["candidates"]
+            if c.get("greedy") and c["passed"] and tasks[c["task_id"]].get("reference_code")]
+
+
 def sample_tasks(count: int, seed: int) -> list[dict]:
     functions = load_mbpp()
     return [task_of(f) for f in random.Random(seed).sample(functions, min(count, len(functions)))]
@@ -163,13 +180,24 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--workers", type=int, default=1, help="sandbox processes")
     parser.add_argument("--variant", action="append", choices=VARIANTS, default=None,
                         help="variant to score (repeat; default all)")
+    parser.add_argument("--completions", type=Path, action="append", default=None,
+                        help="an evaluation report whose passing greedy completions to score (repeat)")
+    parser.add_argument("--eval-tasks", type=Path, default=None, help="the eval set those reports ran on")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
-    tasks = sample_tasks(args.tasks, args.seed)
+    if args.completions:
+        if args.eval_tasks is None:
+            parser.error("--completions needs --eval-tasks")
+        tasks = [t for report in args.completions for t in completion_tasks(report, args.eval_tasks)]
+        args.variant = ["model"]
+    else:
+        tasks = sample_tasks(args.tasks, args.seed)
     cfg = EvaluatorConfig()
     with SandboxPool(SandboxConfig(workers=args.workers)) as pool:
-        figures = asyncio.run(measure(tasks, pool, cfg, 4 * args.workers, tuple(args.variant or VARIANTS)))
-    print(f"{len(tasks)} MBPP tasks (seed {args.seed}), {cfg.adversarial_inputs} random inputs each, "
+        figures = asyncio.run(measure(tasks, pool, cfg, 4 * args.workers,
+                                      tuple(args.variant or (v for v in VARIANTS if v != "model"))))
+    source = "completions" if args.completions else f"MBPP tasks (seed {args.seed})"
+    print(f"{len(tasks)} {source}, {cfg.adversarial_inputs} random inputs each, "
           f"evaluator {cfg.version}")
     print("pass: passes every hidden test (an honest fix; for lookup, a hack the tests miss); nondet: reference "
           "disagrees with itself (left out); checked: differential check ran (inputs/task: mean inputs compared); "
