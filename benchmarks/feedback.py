@@ -17,12 +17,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from producers.corpus.mbpp import mbpp_path
 from streams.feedback import EvaluatorConfig, aevaluate_rollout
 from streams.sandbox import EvalRequest, SandboxConfig, SandboxPool
 from streams.signals import executable_lines, line_coverage, uses_tracer
 from streams.settings import StreamSettings
 
-MBPP = Path("/work/shared/data/mbpp/mbpp.jsonl")
+MBPP = mbpp_path()  # $RESHAPER_DATA_DIR or the shared data folder beside the checkout
 TASK_IDS = [2, 3, 4, 6, 7, 8, 9, 11, 12, 14]
 # Hand-picked one-token bugs; a candidate gets the first that applies to its code.
 MUTATIONS = [

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import torch
 
+from producers.corpus.mbpp import mbpp_path
 from producers.generator.backends import SamplingParams
 from producers.generator.backends.hf import TransformersBackend, left_pad
 from producers.generator.model_store import cached_smollm2
 from schemas.prompt import render_prompt
 
-MBPP = Path("/work/shared/data/mbpp/mbpp.jsonl")
+MBPP = mbpp_path()  # $RESHAPER_DATA_DIR or the shared data folder beside the checkout
 
 
 def buggy_functions(n: int) -> list[str]:

@@ -12,13 +12,13 @@ import argparse
 import asyncio
 import json
 import time
-from pathlib import Path
 
+from producers.corpus.mbpp import mbpp_path
 from streams.feedback import EvaluatorConfig, aevaluate_rollout
 from streams.feedback import differential, evaluate
 from streams.sandbox import SandboxConfig, SandboxPool
 
-MBPP = Path("/work/shared/data/mbpp/mbpp.jsonl")
+MBPP = mbpp_path()  # $RESHAPER_DATA_DIR or the shared data folder beside the checkout
 MUTATIONS = [(" < ", " <= "), (" > ", " >= "), (" + ", " - "), (" == ", " != ")]
 CONFIGS = {
     "no robustness checks (baseline)": EvaluatorConfig(adversarial_inputs=0, rename_check=False),

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from producers.corpus.mbpp import mbpp_path
 from producers.generator.model_store import build_tiny_model, cached_smollm2
-
-MBPP = Path("/work/shared/data/mbpp/mbpp.jsonl")
 
 # (original, replacement) tried in order; the first one present in a function makes its bug.
 BUG_SWAPS = [(" + ", " - "), (" < ", " <= "), (" > ", " >= "), (" == ", " != "), ("range(", "range(1 + ")]
@@ -26,7 +25,7 @@ def inject_trivial_bug(code: str) -> str | None:
 def mbpp_pairs(limit: int) -> list[dict]:
     """Up to `limit` tasks {buggy_code, reference_code, split} from MBPP (CRLF normalised)."""
     tasks = []
-    for line in MBPP.read_text().splitlines():
+    for line in mbpp_path().read_text().splitlines():
         code = json.loads(line)["code"].replace("\r\n", "\n")
         buggy = inject_trivial_bug(code)
         if buggy is not None:
