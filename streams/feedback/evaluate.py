@@ -31,8 +31,8 @@ from typing import Any
 from schemas.prompt import candidate_code, extract_code
 from schemas.records import build_record
 from streams.feedback.config import EvaluatorConfig
-from streams.feedback.differential import (SKIP_HOST_FAILURE, SKIP_NO_LITERAL_CALLS, DifferentialPlan, ProbeVerdict, compare_request,
-                                           plan_differential, probe_request, probe_verdict)
+from streams.feedback.differential import (SKIP_HOST_FAILURE, SKIP_NO_LITERAL_CALLS, DifferentialPlan, ProbeVerdict,
+                                           compare_request, plan_differential, probe_request, probe_verdict)
 from streams.feedback.failure_cause import host_failure, is_flaky
 from streams.sandbox import EvalRequest, EvalResult, ErrorKind, SandboxPool
 from streams.signals import (check_style, classify_fix, detect_hacks, executable_lines, line_coverage, rename_program,
@@ -133,9 +133,9 @@ async def _differential(task: dict, candidate: str, plan: DifferentialPlan, pool
     if verdict.skip_reason:
         return None, verdict.skip_reason, 1
     request = compare_request(task, candidate, plan, verdict.usable, cfg.timeout_s)
+    # one the host failed every time is still returned: robustness_fields counts it as not run
     (result,), attempts = await run_requests(pool, [request], cfg.environment_retries)
-    # a comparison the host failed every time counts as not run, never as the candidate's mismatch
-    return (None, SKIP_HOST_FAILURE, attempts) if host_failure(result) else (result, "", attempts)
+    return result, "", attempts
 
 
 async def asandbox_runs(task: dict, candidate: str, pool: SandboxPool, cfg: EvaluatorConfig | None = None,
