@@ -43,11 +43,12 @@ def _mount_components() -> None:
 
     app.command("drift")(drift)
 
-    from producers.evaluation.cli import eval_command, eval_sets_command, heldout_command
+    from producers.evaluation.cli import eval_command, eval_sets_command, heldout_command, sanity_command
 
     app.command("eval")(eval_command)
     app.command("eval-sets")(eval_sets_command)
     app.command("heldout")(heldout_command)
+    app.command("sanity")(sanity_command)
 
     from streams.cli import replay, worker
 

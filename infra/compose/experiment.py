@@ -46,6 +46,7 @@ from infra.compose.experiment_results import (HEADLINE, audit_markdown, curve_cs
                                               paired_markdown, paired_table, primary_table, results_markdown,
                                               results_table, run_rows, runs_markdown, unit_folder_name)
 from producers.evaluation.converters import EVAL_SETS, select_tasks
+from producers.evaluation.run_folder import generator_id, run_feedback, run_store
 
 
 class EvalBudget(BaseModel):
@@ -442,25 +443,6 @@ def plot_curves(cfg: ExperimentConfig, path: Path) -> Path:
 
 # --- a run's analysis, from its store -----------------------------------------------------
 
-def _run_store(run_dir: Path):
-    from consumers.store import open_store
-
-    recorded = yaml.safe_load((run_dir / "run.yaml").read_text())
-    return open_store(recorded.get("store") or str(run_dir / "chdb"))
-
-
-# The run's rows only: the topics are shared by every run on a broker, the generator id is not.
-_RUN_FEEDBACK = ("SELECT * FROM feedback FINAL WHERE rollout_id IN (SELECT rollout_id FROM rollouts FINAL "
-                 "WHERE generator_id = {g:String}) ORDER BY event_time, event_id")
-
-
-def _feedback_events(store, generator_id: str) -> list[dict]:
-    rows = store.query(_RUN_FEEDBACK, {"g": generator_id}).as_dicts()
-    for r in rows:  # the reshaping reads the envelope's event time as created_at_ms
-        r["created_at_ms"] = int(r["event_time"].timestamp() * 1000)
-    return rows
-
-
 def analyse_run(cfg: ExperimentConfig, arm: str, seed: int, run_dir: Path, top: int = 5) -> tuple[list[dict], dict]:
     """Every arm's rules over the run's stored feedback (pure core, no retraining), and its hack
     audit: the hack-flagged share of successful training candidates and the `top`
@@ -469,8 +451,8 @@ def analyse_run(cfg: ExperimentConfig, arm: str, seed: int, run_dir: Path, top: 
 
     name = run_name(cfg, arm, seed)
     config_id = json.loads((run_dir / "report" / "summary.json").read_text())["config_id"]
-    with _run_store(run_dir) as store:
-        feedback = _feedback_events(store, f"{name}-gen-0")
+    with run_store(run_dir) as store:
+        feedback = run_feedback(store, generator_id(name))
         best = store.query(
             "SELECT a.reward_enhanced AS reward, a.advantage AS advantage, f.task_id AS task_id, "
             "f.tests_passed AS passed, f.tests_total AS total, f.hack_flags AS hack_flags, "

@@ -31,6 +31,7 @@ from infra.compose.corpus_feed import CorpusFeed
 from infra.compose.run_config import RunConfig
 from infra.platform.settings import BrokerSettings, home_dir
 from infra.platform.topics import Topics, ensure_topics
+from producers.evaluation.run_folder import generator_id
 
 
 def _stable_port(name: str) -> int:
@@ -263,7 +264,7 @@ class Orchestrator:
             c.frontier.model_copy(update={"min_samples": min(c.group_size, 4)})
         gen = GenerateRunConfig(generator=generator, curriculum=c.curriculum, frontier=frontier,
                                 config_id=reshaping.config_id, groups_per_step=c.groups_per_step,
-                                max_groups=c.max_generated_groups, generator_id=f"{c.name}-gen-0", topics=c.topics)
+                                max_groups=c.max_generated_groups, generator_id=generator_id(c.name), topics=c.topics)
         files["generator"].write_text(yaml.safe_dump(gen.model_dump(mode="json"), sort_keys=False))
         # a budget of generated groups fixes the schedule's length: the steps it can give at most
         schedule_steps = c.steps if c.max_generated_groups is not None else max(c.steps, 10)

@@ -135,3 +135,67 @@ def heldout_command(
     finally:
         evaluator.close()
     typer.echo(f"evaluated policy versions {done}")
+
+
+def sanity_command(
+    run: Annotated[Path, typer.Option(exists=True, file_okay=False, help="a trained run folder (runs/<name>)")],
+    tasks: Annotated[int, typer.Option(min=1, help="at most N training tasks whose groups carried a signal")] = 50,
+    n: Annotated[int, typer.Option(min=1, help="sampled repairs per task and model")] = 4,
+    seed: Annotated[int, typer.Option(help="sampling seed (the same for both models)")] = 0,
+    backend: Annotated[str, typer.Option(help="transformers or ctranslate2")] = "ctranslate2",
+    compute_type: Annotated[str, typer.Option(help="ctranslate2 weights: float32 or int8")] = "float32",
+    workers: Annotated[int, typer.Option(help="sandbox processes")] = 2,
+    out: Annotated[Optional[Path], typer.Option(help="report JSON (default runs/<name>/eval/sanity.json)")] = None,
+) -> None:
+    """The learning sanity check: base against the run's final policy, sampled as in training, on
+    the training tasks whose groups carried a signal; passes when the paired interval of the
+    pass-rate difference lies above zero (producers/evaluation/sanity.py)."""
+    import json
+    import time
+
+    from infra.compose.run_config import load_run_config
+    from producers.corpus import cached_build, read_tasks
+    from producers.evaluation.eval import evaluate_policy
+    from producers.evaluation.run_folder import generator_id, run_feedback, run_store
+    from producers.evaluation.sanity import sanity_summary, signal_task_ids
+    from producers.evaluation.taskfile import normalise_task
+    from streams.sandbox import SandboxConfig, SandboxPool
+
+    if backend not in ("transformers", "ctranslate2"):
+        raise typer.BadParameter(f"--backend must be transformers or ctranslate2, got {backend!r}")
+    if not (run / "run.yaml").exists():
+        raise typer.BadParameter(f"{run}: no run.yaml, not a run folder")
+    run_cfg = load_run_config(run / "run.yaml")
+    adapter, version = final_policy(run)
+    if adapter is None:
+        raise typer.BadParameter(f"{run}: no published policy to compare with the base model")
+    with run_store(run) as store:
+        feedback = run_feedback(store, generator_id(run_cfg.name))
+    task_ids = signal_task_ids(feedback, tasks)
+    if not task_ids:
+        raise typer.BadParameter(f"{run}: no group of its {len(feedback)} rollouts carried a signal")
+    wanted = set(task_ids)
+    records = {r["task_id"]: r for r in read_tasks(cached_build(run_cfg.corpus_config())) if r["task_id"] in wanted}
+    chosen = [normalise_task(records[t], t) for t in task_ids]
+    settings = dict(k=1, n=n, temperature=run_cfg.temperature, max_new_tokens=run_cfg.max_new_tokens, seed=seed,
+                    backend=backend, compute_type=compute_type, progress=True,
+                    include_error_context=run_cfg.generator.include_error_context,
+                    max_error_chars=run_cfg.generator.max_error_chars)
+    t0 = time.monotonic()
+    with SandboxPool(SandboxConfig(workers=workers)) as pool:
+        base = evaluate_policy(base_model_dir(run), chosen, pool=pool, **settings)
+        trained = evaluate_policy(base_model_dir(run), chosen, adapter=adapter, policy_version=version, pool=pool,
+                                  **settings)
+    report = {"run": run_cfg.name, "policy_version": version, "rollouts": len(feedback), "n": n,
+              "temperature": run_cfg.temperature, "max_new_tokens": run_cfg.max_new_tokens, "seed": seed,
+              "backend": backend, "compute_type": compute_type if backend == "ctranslate2" else None,
+              **sanity_summary(base.candidates, trained.candidates),
+              "seconds": round(time.monotonic() - t0, 1), "task_ids": task_ids}
+    out = out or run / "eval" / "sanity.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    d = report["sample_pass_rate_difference"]
+    typer.echo(f"{report['tasks']} training tasks x {n} samples: pass rate {report['sample_pass_rate_base']:.3f} "
+               f"-> {report['sample_pass_rate_trained']:.3f}, difference {d['mean']:+.3f} [{d['low']:+.3f}, "
+               f"{d['high']:+.3f}]: {'raised' if report['raised'] else 'NOT raised'}")
+    typer.echo(f"report in {out}")

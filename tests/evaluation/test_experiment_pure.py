@@ -131,7 +131,7 @@ def test_design_preset_is_the_registered_design_and_its_detectable_differences_a
 
     path = next(p for p in PRESETS if p.stem == "design")
     cfg = ExperimentConfig.from_yaml(path).model_copy(update={"out_dir": tmp_path})
-    assert list(cfg.arms) == ["binary", "raw-ds", "layered", "full"] and len(cfg.seeds) >= 3
+    assert list(cfg.arms) == ["raw-ds", "binary", "layered", "full"] and len(cfg.seeds) >= 3
     runs = {(arm, seed): arm_run_config(cfg, arm, seed) for arm in cfg.arms for seed in cfg.seeds}
     assert all(r.max_generated_groups * r.group_size >= 1000 and r.frontier.enabled for r in runs.values())
     assert {r.corpus_config() for r in runs.values()} == {runs["full", 0].corpus_config()}  # one corpus
