@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from infra.platform.topics import COMPACT, TopicSpec, ensure_topics
+from infra.platform.topics import COMPACT, TopicSpec, ensure_topics, replication_config
 from streams.agents.feedback import TASKS_TABLE, install_feedback
 from streams.agents.reshape import HOPPING_TABLE, STATE_TABLE, TUMBLING_TABLE, install_reshape
 from streams.reshaping.config import ReshapingConfig
@@ -39,7 +39,9 @@ def app_topic_specs(app_id: str, cfg: ReshapingConfig, settings: StreamSettings)
     specs = [spec for spec in topics.event_specs(n) if spec.name in read_or_written]
     specs.append(topics.advantages_spec(cfg.config_id, n))
     # ticks carry no data; an hour of them is plenty
-    specs.append(TopicSpec(ticks_topic_name(app_id), n, 1, {"cleanup.policy": "delete", "retention.ms": "3600000"}))
+    factor, isr = replication_config()
+    specs.append(TopicSpec(ticks_topic_name(app_id), n, factor,
+                           {"cleanup.policy": "delete", "retention.ms": "3600000", **isr}))
     return specs + changelog_specs(app_id, settings)
 
 
@@ -51,7 +53,9 @@ def changelog_specs(app_id: str, settings: StreamSettings) -> list[TopicSpec]:
     kept for their expiry."""
     windowed = {**COMPACT, "retention.ms": str(int(settings.pattern_expires_s * 1000))}
     tables = [(TASKS_TABLE, COMPACT), (STATE_TABLE, COMPACT), (TUMBLING_TABLE, windowed), (HOPPING_TABLE, windowed)]
-    return [TopicSpec(f"{app_id}-{name}-changelog", settings.partitions, 1, config) for name, config in tables]
+    factor, isr = replication_config()
+    return [TopicSpec(f"{app_id}-{name}-changelog", settings.partitions, factor, {**config, **isr})
+            for name, config in tables]
 
 
 def ensure_app_topics(admin, app_id: str, cfg: ReshapingConfig, settings: StreamSettings) -> None:
@@ -77,7 +81,7 @@ def create_app(app_id: str, cfg: ReshapingConfig, bootstrap: str, data_dir: str 
         datadir=str(data_dir),
         processing_guarantee=settings.processing_guarantee,
         topic_partitions=settings.partitions,
-        topic_replication_factor=1,
+        topic_replication_factor=replication_config()[0],  # the cluster's: 1 on the embedded broker
         topic_allow_declare=True,  # Faust declares its changelogs; ours exist already (ensure_app_topics)
         key_serializer="raw",
         value_serializer="raw",

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 import yaml
 
-from infra.platform.broker import InfraError, KafkaBroker
+from infra.platform.broker import InfraError, KafkaCluster
+from infra.platform.settings import ClusterSettings
 
 app = typer.Typer(help="reshaper: RL for code repair under weak feedback, with streamed signal reshaping.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
-infra_app = typer.Typer(help="The local Apache Kafka broker (KRaft, single node).", no_args_is_help=True)
+infra_app = typer.Typer(help="The local Apache Kafka broker (KRaft, one node) or a local cluster.",
+                        no_args_is_help=True)
 app.add_typer(infra_app, name="infra")
 
 
@@ -43,12 +45,11 @@ def _mount_components() -> None:
 
     app.command("drift")(drift)
 
-    from producers.evaluation.cli import eval_command, eval_sets_command, heldout_command, sanity_command
+    from producers.evaluation.cli import eval_command, eval_sets_command, heldout_command
 
     app.command("eval")(eval_command)
     app.command("eval-sets")(eval_sets_command)
     app.command("heldout")(heldout_command)
-    app.command("sanity")(sanity_command)
 
     from streams.cli import replay, worker
 
@@ -61,50 +62,71 @@ def _fail(exc: Exception) -> None:
     raise typer.Exit(1)
 
 
+BrokersOption = typer.Option(None, "--brokers", min=1, max=9,
+                             help="nodes: 1 (the default, or $RESHAPER_KAFKA_BROKERS) or a local cluster, e.g. 3")
+
+
+def _cluster(brokers: Optional[int]) -> KafkaCluster:
+    return KafkaCluster(ClusterSettings(brokers=brokers) if brokers else ClusterSettings())
+
+
 @infra_app.command("up")
-def infra_up() -> None:
-    """Fetch the broker's jars (once), format KRaft storage (once), start it, create the topics."""
+def infra_up(brokers: Optional[int] = BrokersOption) -> None:
+    """Fetch the broker's jars (once), format KRaft storage (once), start the node(s), create the topics."""
     from confluent_kafka.admin import AdminClient
 
+    from infra.platform.settings import replication_for
     from infra.platform.topics import Topics, ensure_topics
 
-    broker = KafkaBroker()
+    cluster = _cluster(brokers)
+    n = len(cluster.nodes)
     t0 = time.monotonic()
     try:
-        status = broker.up()
-        created = ensure_topics(AdminClient({"bootstrap.servers": status.bootstrap}), Topics().event_specs())
+        statuses = cluster.up()
+        created = ensure_topics(AdminClient({"bootstrap.servers": cluster.bootstrap}),
+                                Topics().event_specs(replication=replication_for(n)[0]))
     except InfraError as exc:
         _fail(exc)
-    typer.echo(f"kafka {broker.settings.kafka_version} running at {status.bootstrap} (pid {status.pid}) "
+    pids = ", ".join(str(s.pid) for s in statuses)
+    typer.echo(f"kafka {cluster.nodes[0].settings.kafka_version} running at {cluster.bootstrap} (pid {pids}) "
                f"in {time.monotonic() - t0:.1f}s; topics created: {', '.join(created) or 'none (all present)'}")
+    if n > 1:
+        factor, min_isr = replication_for(n)
+        typer.echo(f"{n} nodes, topics replicated {factor}x with min.insync.replicas {min_isr}; components reach "
+                   f"it with: export RESHAPER_KAFKA_BROKERS={n} RESHAPER_BOOTSTRAP={cluster.bootstrap}")
 
 
 @infra_app.command("down")
-def infra_down() -> None:
-    """Stop the local broker (its data stays)."""
-    typer.echo("stopped" if KafkaBroker().down() else "not running")
+def infra_down(brokers: Optional[int] = BrokersOption) -> None:
+    """Stop the local broker or cluster (the data stays)."""
+    typer.echo("stopped" if _cluster(brokers).down() else "not running")
 
 
 @infra_app.command("reset")
-def infra_reset() -> None:
-    """Stop the local broker and delete its data (topics, committed offsets)."""
-    KafkaBroker().reset()
-    typer.echo("broker stopped and its data deleted")
+def infra_reset(brokers: Optional[int] = BrokersOption) -> None:
+    """Stop the local broker or cluster and delete its data (topics, committed offsets)."""
+    _cluster(brokers).reset()
+    typer.echo("stopped and its data deleted")
 
 
 @infra_app.command("status")
-def infra_status() -> None:
-    """Is the local broker running, and do its topics match their specs?"""
+def infra_status(brokers: Optional[int] = BrokersOption) -> None:
+    """Is every local node running, and do the topics match their specs?"""
     from confluent_kafka.admin import AdminClient
 
+    from infra.platform.settings import replication_for
     from infra.platform.topics import Topics, verify_topics
 
-    status = KafkaBroker().status()
-    typer.echo(f"{status.bootstrap}: {status.detail}" + (f" (pid {status.pid})" if status.pid else ""))
-    if status.running:
-        problems = verify_topics(AdminClient({"bootstrap.servers": status.bootstrap}), Topics().event_specs())
+    cluster = _cluster(brokers)
+    statuses = cluster.status()
+    for status in statuses:
+        typer.echo(f"{status.bootstrap}: {status.detail}" + (f" (pid {status.pid})" if status.pid else ""))
+    running = any(s.running for s in statuses)
+    if running:
+        specs = Topics().event_specs(replication=replication_for(len(statuses))[0])
+        problems = verify_topics(AdminClient({"bootstrap.servers": cluster.bootstrap}), specs)
         typer.echo("topics: " + ("all match their specs" if not problems else "; ".join(problems)))
-    raise typer.Exit(0 if status.running else 3)
+    raise typer.Exit(0 if all(s.running for s in statuses) else 3)
 
 
 @app.command("run")
@@ -163,6 +185,72 @@ def experiment(config: Path = typer.Option(..., exists=True, dir_okay=False,
         run_experiment(cfg)
     typer.echo((cfg.dir / "results.md").read_text())
     typer.echo(f"experiment folder: {cfg.dir}")
+
+
+@app.command("sanity")
+def sanity(
+    run: Annotated[Path, typer.Option(exists=True, file_okay=False, help="a trained run folder (runs/<name>)")],
+    tasks: Annotated[int, typer.Option(min=1, help="at most N training tasks whose groups carried a signal")] = 50,
+    n: Annotated[int, typer.Option(min=1, help="sampled repairs per task and model")] = 4,
+    seed: Annotated[int, typer.Option(help="sampling seed (the same for both models)")] = 0,
+    backend: Annotated[str, typer.Option(help="transformers or ctranslate2")] = "ctranslate2",
+    compute_type: Annotated[str, typer.Option(help="ctranslate2 weights: float32 or int8")] = "float32",
+    workers: Annotated[int, typer.Option(help="sandbox processes")] = 2,
+    out: Annotated[Optional[Path], typer.Option(help="report JSON (default runs/<name>/eval/sanity.json)")] = None,
+) -> None:
+    """The learning sanity check: base against the run's final policy, sampled as in training, on
+    the training tasks whose groups carried a signal; passes when the paired interval of the
+    pass-rate difference lies above zero (producers/evaluation/sanity.py)."""
+    import json
+    import time
+
+    from infra.compose.run_config import load_run_config
+    from producers.corpus import cached_build, read_tasks
+    from producers.evaluation.eval import evaluate_policy
+    from infra.compose.run_history import generator_id, run_feedback, run_store
+    from producers.evaluation.run_folder import base_model_dir, final_policy
+    from producers.evaluation.sanity import sanity_summary, signal_task_ids
+    from producers.evaluation.taskfile import normalise_task
+    from streams.sandbox import SandboxConfig, SandboxPool
+
+    if backend not in ("transformers", "ctranslate2"):
+        raise typer.BadParameter(f"--backend must be transformers or ctranslate2, got {backend!r}")
+    if not (run / "run.yaml").exists():
+        raise typer.BadParameter(f"{run}: no run.yaml, not a run folder")
+    run_cfg = load_run_config(run / "run.yaml")
+    adapter, version = final_policy(run)
+    if adapter is None:
+        raise typer.BadParameter(f"{run}: no published policy to compare with the base model")
+    with run_store(run) as store:
+        feedback = run_feedback(store, generator_id(run_cfg.name))
+    task_ids = signal_task_ids(feedback, tasks)
+    if not task_ids:
+        raise typer.BadParameter(f"{run}: no group of its {len(feedback)} rollouts carried a signal")
+    wanted = set(task_ids)
+    records = {r["task_id"]: r for r in read_tasks(cached_build(run_cfg.corpus_config())) if r["task_id"] in wanted}
+    chosen = [normalise_task(records[t], t) for t in task_ids]
+    settings = dict(k=1, n=n, temperature=run_cfg.temperature, max_new_tokens=run_cfg.max_new_tokens, seed=seed,
+                    backend=backend, compute_type=compute_type, progress=True,
+                    include_error_context=run_cfg.generator.include_error_context,
+                    max_error_chars=run_cfg.generator.max_error_chars)
+    t0 = time.monotonic()
+    with SandboxPool(SandboxConfig(workers=workers)) as pool:
+        base = evaluate_policy(base_model_dir(run), chosen, pool=pool, **settings)
+        trained = evaluate_policy(base_model_dir(run), chosen, adapter=adapter, policy_version=version, pool=pool,
+                                  **settings)
+    report = {"run": run_cfg.name, "policy_version": version, "rollouts": len(feedback), "n": n,
+              "temperature": run_cfg.temperature, "max_new_tokens": run_cfg.max_new_tokens, "seed": seed,
+              "backend": backend, "compute_type": compute_type if backend == "ctranslate2" else None,
+              **sanity_summary(base.candidates, trained.candidates),
+              "seconds": round(time.monotonic() - t0, 1), "task_ids": task_ids}
+    out = out or run / "eval" / "sanity.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    d = report["sample_pass_rate_difference"]
+    typer.echo(f"{report['tasks']} training tasks x {n} samples: pass rate {report['sample_pass_rate_base']:.3f} "
+               f"-> {report['sample_pass_rate_trained']:.3f}, difference {d['mean']:+.3f} [{d['low']:+.3f}, "
+               f"{d['high']:+.3f}]: {'raised' if report['raised'] else 'NOT raised'}")
+    typer.echo(f"report in {out}")
 
 
 _mount_components()

@@ -47,7 +47,7 @@ from infra.compose.experiment_results import (HEADLINE, audit_markdown, curve_cs
                                               results_table, run_rows, runs_markdown, unit_folder_name)
 from infra.compose.experiment_rerun import agreement_markdown, rerun_agreement
 from producers.evaluation.converters import EVAL_SETS, select_tasks
-from producers.evaluation.run_folder import generator_id, run_feedback, run_store
+from infra.compose.run_history import generator_id, run_feedback, run_store
 
 
 class EvalBudget(BaseModel):

@@ -31,7 +31,7 @@ from infra.compose.corpus_feed import CorpusFeed
 from infra.compose.run_config import RunConfig
 from infra.platform.settings import BrokerSettings, home_dir
 from infra.platform.topics import Topics, ensure_topics
-from producers.evaluation.run_folder import generator_id
+from infra.compose.run_history import generator_id
 
 
 def _stable_port(name: str) -> int:

@@ -1,4 +1,4 @@
-"""Fetch, format, start and stop a real single-node Apache Kafka broker (KRaft).
+"""Fetch, format, start and stop real Apache Kafka nodes (KRaft): one broker, or a local cluster.
 
 The jars come from Maven Central through `mvn dependency:copy-dependencies` on
 `infra/kafka/pom.xml` (no other download), into a cache folder kept across runs. The
@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra.platform.settings import REPO_ROOT, BrokerSettings
+from infra.platform.settings import REPO_ROOT, BrokerSettings, ClusterSettings
 
 POM = REPO_ROOT / "infra" / "kafka" / "pom.xml"
 LOG4J_CONFIG = REPO_ROOT / "infra" / "kafka" / "log4j2.properties"
@@ -62,6 +62,15 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def new_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes in url-safe base64 without padding. One that starts
+    with '-' would read as an option to the storage tool, so draw again."""
+    cluster = "-"
+    while cluster.startswith("-"):
+        cluster = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return cluster
+
+
 class KafkaBroker:
     def __init__(self, settings: BrokerSettings | None = None):
         self.settings = settings or BrokerSettings()
@@ -100,21 +109,28 @@ class KafkaBroker:
         s = self.settings
         s.home.mkdir(parents=True, exist_ok=True)
         path = s.home / f"server-{s.port}.properties"
+        if s.quorum_voters:  # a node of a cluster: a static quorum of every node's controller
+            quorum = f"controller.quorum.voters={s.quorum_voters}"
+        else:  # one node, its own quorum
+            quorum = f"controller.quorum.bootstrap.servers={s.host}:{s.controller}"
+        rf, isr = s.replication_factor, s.min_insync_replicas
         path.write_text("\n".join([
             "process.roles=broker,controller",
-            "node.id=1",
-            f"controller.quorum.bootstrap.servers={s.host}:{s.controller}",
+            f"node.id={s.node_id}",
+            quorum,
             f"listeners=PLAINTEXT://{s.host}:{s.port},CONTROLLER://{s.host}:{s.controller}",
             f"advertised.listeners=PLAINTEXT://{s.host}:{s.port}",
             "controller.listener.names=CONTROLLER",
             "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             f"log.dirs={s.data_dir}",
-            # one node: every internal topic has a single replica
-            "offsets.topic.replication.factor=1",
-            "transaction.state.log.replication.factor=1",
-            "transaction.state.log.min.isr=1",
-            "share.coordinator.state.topic.replication.factor=1",
-            "share.coordinator.state.topic.min.isr=1",
+            # the internal topics are replicated as the cluster allows (one node: one replica)
+            f"offsets.topic.replication.factor={rf}",
+            f"transaction.state.log.replication.factor={rf}",
+            f"transaction.state.log.min.isr={isr}",
+            f"share.coordinator.state.topic.replication.factor={rf}",
+            f"share.coordinator.state.topic.min.isr={isr}",
+            f"default.replication.factor={rf}",
+            f"min.insync.replicas={isr}",
             "group.initial.rebalance.delay.ms=0",
             # topics are created as code (infra/platform/topics.py), never implicitly by a typo
             "auto.create.topics.enable=false",
@@ -124,15 +140,13 @@ class KafkaBroker:
         ]))
         return path
 
-    def _format(self, props: Path) -> None:
+    def _format(self, props: Path, cluster_id: str | None = None) -> None:
         if (self.settings.data_dir / "meta.properties").exists():
             return
-        # Kafka cluster ids are 16 random bytes in url-safe base64 without padding; one that
-        # starts with '-' would read as an option to the storage tool, so draw again.
-        cluster = "-"
-        while cluster.startswith("-"):
-            cluster = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        proc = self._java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(props), "--standalone")
+        cluster = cluster_id or new_cluster_id()
+        # a cluster's quorum is static (its voters are in the properties); one node bootstraps its own
+        standalone = [] if self.settings.quorum_voters else ["--standalone"]
+        proc = self._java("kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(props), *standalone)
         if proc.returncode != 0:
             raise InfraError(f"formatting KRaft storage failed:\n{proc.stdout}{proc.stderr}")
 
@@ -158,46 +172,59 @@ class KafkaBroker:
 
     def up(self) -> BrokerStatus:
         """Start the broker unless ours already runs; return once it answers metadata requests."""
-        s = self.settings
-        current = self.status()
-        if current.running:
-            self._wait_ready(time.monotonic() + s.start_timeout_s)
-            return current
-        if current.pid is None and _port_open(s.host, s.port):
-            raise InfraError(f"port {s.port} on {s.host} is taken by another process; "
-                             f"stop it or set RESHAPER_KAFKA_PORT to a free port")
-        if current.pid is None and _port_open(s.host, s.controller):
-            raise InfraError(f"controller port {s.controller} is taken by another process")
-        if current.pid is None:
-            self.fetch()
-            props = self._properties()
-            self._format(props)
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            java = _require("java", "install a Java 17+ runtime")
-            cmd = [java, f"-Xmx{s.heap}", f"-Xms{s.heap}", "-XX:+UseG1GC",
-                   f"-Dlog4j2.configurationFile={LOG4J_CONFIG}", f"-Dkafka.logs.dir={self.log_dir}",
-                   "-cp", str(s.libs_dir / "*"), "kafka.Kafka", str(props)]
-            with open(self.log_dir / "stdout.log", "ab") as out:
-                proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
-            self.pid_file.write_text(str(proc.pid))
-        self._wait_ready(time.monotonic() + s.start_timeout_s)
+        self.start()
+        self.wait_ready()
         return self.status()
 
-    def _wait_ready(self, deadline: float) -> None:
+    def start(self, cluster_id: str | None = None) -> None:
+        """Launch the node unless ours already runs (a cluster's nodes share `cluster_id`)."""
+        s = self.settings
+        if self.status().pid is not None:
+            return
+        if _port_open(s.host, s.port):
+            raise InfraError(f"port {s.port} on {s.host} is taken by another process; "
+                             f"stop it or set RESHAPER_KAFKA_PORT to a free port")
+        if _port_open(s.host, s.controller):
+            raise InfraError(f"controller port {s.controller} is taken by another process")
+        self.fetch()
+        props = self._properties()
+        self._format(props, cluster_id)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        java = _require("java", "install a Java 17+ runtime")
+        cmd = [java, f"-Xmx{s.heap}", f"-Xms{s.heap}", "-XX:+UseG1GC",
+               f"-Dlog4j2.configurationFile={LOG4J_CONFIG}", f"-Dkafka.logs.dir={self.log_dir}",
+               "-cp", str(s.libs_dir / "*"), "kafka.Kafka", str(props)]
+        with open(self.log_dir / "stdout.log", "ab") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        self.pid_file.write_text(str(proc.pid))
+
+    def wait_ready(self, brokers: int = 1, deadline: float | None = None) -> None:
+        """Return once this node answers metadata naming at least `brokers` brokers."""
         from confluent_kafka.admin import AdminClient
 
+        deadline = deadline or time.monotonic() + self.settings.start_timeout_s
         admin = AdminClient({"bootstrap.servers": self.settings.bootstrap, "log_level": 0})
         while time.monotonic() < deadline:
             if self._read_pid() is None:
                 raise InfraError(f"the broker exited during start-up; see {self.log_dir}/server.log")
             try:
-                if admin.list_topics(timeout=2).brokers:
+                if len(admin.list_topics(timeout=2).brokers) >= brokers:
                     return
             except Exception:  # not answering yet
                 pass
             time.sleep(0.3)
         raise InfraError(f"the broker did not answer within {self.settings.start_timeout_s}s; see {self.log_dir}")
+
+    def kill(self) -> bool:
+        """SIGKILL the node, as a crash would (its data stays); False if it was not running."""
+        pid = self._read_pid()
+        if pid is None:
+            return False
+        os.kill(pid, signal.SIGKILL)
+        while _pid_alive(pid):
+            time.sleep(0.05)
+        return True
 
     def down(self, timeout_s: float = 30.0) -> bool:
         """Stop our broker (SIGTERM, then SIGKILL). Returns False if none was running."""
@@ -218,3 +245,54 @@ class KafkaBroker:
         """Stop and delete the broker's data (topics, offsets); the jars stay cached."""
         self.down()
         shutil.rmtree(self.settings.data_dir, ignore_errors=True)
+
+
+class KafkaCluster:
+    """The nodes of a local cluster (`ClusterSettings`), started together: a node of a static
+    quorum cannot answer until a majority of the controllers is up, so every node is launched
+    before any is waited on. One node is exactly `KafkaBroker`."""
+
+    def __init__(self, settings: ClusterSettings | None = None):
+        self.settings = settings or ClusterSettings()
+        self.nodes = [KafkaBroker(s) for s in self.settings.nodes()]
+
+    @property
+    def bootstrap(self) -> str:
+        return self.settings.bootstrap
+
+    def _cluster_id(self) -> str:
+        """One id for every node, kept beside their data so a restarted node formats alike."""
+        path = self.settings.home / f"cluster-{self.settings.port}x{self.settings.brokers}.id"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(new_cluster_id())
+        return path.read_text().strip()
+
+    def up(self) -> list[BrokerStatus]:
+        cluster_id = self._cluster_id() if len(self.nodes) > 1 else None
+        for node in self.nodes:
+            node.start(cluster_id)
+        deadline = time.monotonic() + self.settings.start_timeout_s
+        for node in self.nodes:
+            node.wait_ready(brokers=len(self.nodes), deadline=deadline)
+        return self.status()
+
+    def start_node(self, index: int) -> BrokerStatus:
+        """Start one node again (after `kill`); returns once the cluster names every node."""
+        node = self.nodes[index]
+        node.start(self._cluster_id() if len(self.nodes) > 1 else None)
+        node.wait_ready(brokers=len(self.nodes))
+        return node.status()
+
+    def status(self) -> list[BrokerStatus]:
+        return [node.status() for node in self.nodes]
+
+    def down(self) -> bool:
+        """Stop every node; False if none was running."""
+        return any([node.down() for node in self.nodes])
+
+    def reset(self) -> None:
+        self.down()
+        for node in self.nodes:
+            shutil.rmtree(node.settings.data_dir, ignore_errors=True)
+        (self.settings.home / f"cluster-{self.settings.port}x{self.settings.brokers}.id").unlink(missing_ok=True)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from infra.platform.settings import replication_for, topic_replication
+
 KEEP_FOREVER = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
 COMPACT = {"cleanup.policy": "compact"}
 
@@ -100,21 +102,36 @@ class Topics(BaseModel):
         """Every topic of the namespace, as a consumer subscribes to them (advantages by regex)."""
         return [spec.name for spec in self.event_specs()] + [self.advantages_pattern]
 
-    def event_specs(self, partitions: int = DEFAULT_PARTITIONS, replication: int = 1) -> list[TopicSpec]:
-        """The fixed topics. Group-keyed topics share one partition count so a group stays put."""
+    def event_specs(self, partitions: int = DEFAULT_PARTITIONS, replication: int | None = None) -> list[TopicSpec]:
+        """The fixed topics. Group-keyed topics share one partition count so a group stays put.
+        `replication` defaults to what the cluster allows (`topic_replication`)."""
+        factor, isr = replication_config(replication)
+        config = {**KEEP_FOREVER, **isr}
         return [
-            TopicSpec(self.tasks, partitions, replication, KEEP_FOREVER, "Task"),
-            TopicSpec(self.rollouts, partitions, replication, KEEP_FOREVER, "Rollout"),
-            TopicSpec(self.feedback, partitions, replication, KEEP_FOREVER, "Feedback"),
+            TopicSpec(self.tasks, partitions, factor, config, "Task"),
+            TopicSpec(self.rollouts, partitions, factor, config, "Rollout"),
+            TopicSpec(self.feedback, partitions, factor, config, "Feedback"),
             # one partition: versions are totally ordered
-            TopicSpec(self.policy, 1, replication, KEEP_FOREVER, "PolicyVersion"),
-            TopicSpec(self.metrics, 1, replication, KEEP_FOREVER, "Metric"),
-            TopicSpec(self.deadletter, 1, replication, KEEP_FOREVER, "DeadLetter"),
+            TopicSpec(self.policy, 1, factor, config, "PolicyVersion"),
+            TopicSpec(self.metrics, 1, factor, config, "Metric"),
+            TopicSpec(self.deadletter, 1, factor, config, "DeadLetter"),
         ]
 
     def advantages_spec(self, config_id: str, partitions: int = DEFAULT_PARTITIONS,
-                        replication: int = 1) -> TopicSpec:
-        return TopicSpec(self.advantages(config_id), partitions, replication, KEEP_FOREVER, "Advantage")
+                        replication: int | None = None) -> TopicSpec:
+        factor, isr = replication_config(replication)
+        return TopicSpec(self.advantages(config_id), partitions, factor, {**KEEP_FOREVER, **isr}, "Advantage")
+
+
+def replication_config(replication: int | None = None) -> tuple[int, dict[str, str]]:
+    """A replication factor (default: what the cluster allows, `topic_replication`) and the
+    topic config it needs: on a replicated topic, a write that all in-sync replicas
+    acknowledged must be on at least `min.insync.replicas` of them."""
+    if replication is None:
+        factor, min_isr = topic_replication()
+    else:
+        factor, min_isr = replication, replication_for(replication)[1]
+    return factor, ({"min.insync.replicas": str(min_isr)} if factor > 1 else {})
 
 
 class TopicConfigMismatch(RuntimeError):

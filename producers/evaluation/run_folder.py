@@ -17,30 +17,3 @@ def final_policy(run_dir: Path) -> tuple[Path | None, int]:
 
 def base_model_dir(run_dir: Path) -> Path:
     return Path(yaml.safe_load((run_dir / "generator.yaml").read_text())["generator"]["model_dir"])
-
-
-def generator_id(run_name: str, index: int = 0) -> str:
-    """The id a run's generator publishes under: the topics are shared by every run on a
-    broker, the generator id is not, so a run's rows are found by it."""
-    return f"{run_name}-gen-{index}"
-
-
-def run_store(run_dir: Path):
-    """The store the run recorded in run.yaml (its own chDB folder by default)."""
-    from consumers.store import open_store
-
-    recorded = yaml.safe_load((run_dir / "run.yaml").read_text())
-    return open_store(recorded.get("store") or str(run_dir / "chdb"))
-
-
-_RUN_FEEDBACK = ("SELECT * FROM feedback FINAL WHERE rollout_id IN (SELECT rollout_id FROM rollouts FINAL "
-                 "WHERE generator_id = {g:String}) ORDER BY event_time, event_id")
-
-
-def run_feedback(store, generator: str) -> list[dict]:
-    """The feedback of one generator's rollouts, in event order, with `created_at_ms` from the
-    envelope's event time (what the reshaping reads)."""
-    rows = store.query(_RUN_FEEDBACK, {"g": generator}).as_dicts()
-    for r in rows:
-        r["created_at_ms"] = int(r["event_time"].timestamp() * 1000)
-    return rows
