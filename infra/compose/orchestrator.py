@@ -26,10 +26,10 @@ import yaml
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from infra.platform.broker import InfraError, KafkaBroker, _port_open
+from infra.platform.broker import InfraError, KafkaBroker, KafkaCluster, _port_open
 from infra.compose.corpus_feed import CorpusFeed
 from infra.compose.run_config import RunConfig
-from infra.platform.settings import BrokerSettings, home_dir
+from infra.platform.settings import ClusterSettings, home_dir, replication_for
 from infra.platform.topics import Topics, ensure_topics
 from infra.compose.run_history import generator_id
 
@@ -39,12 +39,13 @@ def _stable_port(name: str) -> int:
     return 20000 + 2 * (int(hashlib.sha256(name.encode()).hexdigest(), 16) % 5000)
 
 
-def _free_port_pair(port: int) -> int:
-    """`port` if it and port+1 (the controller) are free, else the next free pair."""
+def _free_ports(port: int, count: int) -> int:
+    """`port` if it and the `count` - 1 ports above it (each node's controller, the other
+    nodes) are free, else the next such run of ports."""
     for candidate in range(port, port + 200, 2):
-        if not any(_port_open("127.0.0.1", p) for p in (candidate, candidate + 1)):
+        if not any(_port_open("127.0.0.1", p) for p in range(candidate, candidate + count)):
             return candidate
-    raise RunError(f"no free port pair near {port} for the run's broker")
+    raise RunError(f"no {count} free ports near {port} for the run's broker")
 
 
 MAX_RESTARTS = 3
@@ -191,7 +192,7 @@ class Orchestrator:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.components: list[Component] = []
         self.restarts: dict[str, int] = {}
-        self.own_broker: KafkaBroker | None = None
+        self.own_broker: KafkaCluster | None = None
 
     # --- preparation ------------------------------------------------------------------
     def bootstrap(self) -> str:
@@ -200,10 +201,12 @@ class Orchestrator:
         try:
             if self.cfg.broker == "shared":
                 return KafkaBroker().up().bootstrap
-            port = self.cfg.kafka_port or _free_port_pair(_stable_port(self.cfg.name))
+            port = self.cfg.kafka_port or _free_ports(_stable_port(self.cfg.name), 2 * self.cfg.brokers)
             self.cfg = self.cfg.model_copy(update={"kafka_port": port})  # recorded, so --resume finds it
-            self.own_broker = KafkaBroker(BrokerSettings(port=port, home=self.dir / "kafka"))
-            return self.own_broker.up().bootstrap
+            self.own_broker = KafkaCluster(ClusterSettings(brokers=self.cfg.brokers, port=port,
+                                                           home=self.dir / "kafka"))
+            self.own_broker.up()
+            return self.own_broker.bootstrap
         except InfraError as exc:
             raise RunError(str(exc)) from exc
 
@@ -322,8 +325,10 @@ class Orchestrator:
         say = (lambda msg: print(f"[run] {msg}", flush=True)) if progress else (lambda msg: None)
         say(f"kafka at {bootstrap}")
         reshaping = self.reshaping()
+        replication = replication_for(c.brokers)[0]
         ensure_topics(AdminClient({"bootstrap.servers": bootstrap}),
-                      c.topics.event_specs() + [c.topics.advantages_spec(reshaping.config_id)])
+                      c.topics.event_specs(replication=replication)
+                      + [c.topics.advantages_spec(reshaping.config_id, replication=replication)])
         model_dir = self.model_dir()
         say(f"policy model {model_dir}")
         files = self.write_configs(model_dir, reshaping)
@@ -331,7 +336,8 @@ class Orchestrator:
             self.write_heldout_tasks(say)
         corpus_feed = self.publish_corpus(bootstrap, say)
 
-        env = {**os.environ, "RESHAPER_BOOTSTRAP": bootstrap, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
+        env = {**os.environ, "RESHAPER_BOOTSTRAP": bootstrap, "RESHAPER_KAFKA_BROKERS": str(c.brokers),
+               "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
         store = c.store or str(self.dir / "chdb")
         app_id = f"reshaper-{c.name}"
         sink_group = f"sink-{c.name}"

@@ -95,7 +95,11 @@ class RunConfig(BaseModel):
     broker: Literal["own", "shared"] = Field(
         "own", description="own: a broker of this run (data in the run folder, so runs never read each other's "
         "events); shared: the machine's local broker (RESHAPER_KAFKA_PORT)")
-    kafka_port: int | None = Field(None, description="port of the run's own broker; default: derived from the name")
+    brokers: int = Field(1, ge=1, le=5, description="Kafka nodes: of the run's own broker (1), or its own local "
+                         "cluster (3: topics replicated three times, two in sync); with `bootstrap`, the size of that "
+                         "cluster, which sets the topics' replication")
+    kafka_port: int | None = Field(None, description="port of the run's own broker (its first node); default: derived "
+                                   "from the name")
     bootstrap: str | None = Field(None, description="an existing Kafka cluster; overrides `broker`")
     store: str | None = Field(None, description="ClickHouse server URL; default: chDB in the run folder")
     topics: Topics = Field(default_factory=Topics, description="the topic namespace every component of the run "
