@@ -75,6 +75,10 @@ class Topics(BaseModel):
     def deadletter(self) -> str:
         return self.prefix + "deadletter"
 
+    @property
+    def reviews(self) -> str:
+        return self.prefix + "reviews"
+
     def advantages(self, config_id: str) -> str:
         """``advantages.<config_id>``: one stream per reshaping config."""
         if not config_id or not set(config_id) <= _CONFIG_ID_CHARS:
@@ -110,6 +114,8 @@ class Topics(BaseModel):
             TopicSpec(self.policy, 1, replication, KEEP_FOREVER, "PolicyVersion"),
             TopicSpec(self.metrics, 1, replication, KEEP_FOREVER, "Metric"),
             TopicSpec(self.deadletter, 1, replication, KEEP_FOREVER, "DeadLetter"),
+            # people's verdicts on samples: few, read whole by whoever rebuilds the reviewed fingerprints
+            TopicSpec(self.reviews, 1, replication, KEEP_FOREVER, "Review"),
         ]
 
     def advantages_spec(self, config_id: str, partitions: int = DEFAULT_PARTITIONS,
