@@ -2,7 +2,7 @@
 
 import ast
 
-from streams.signals.fingerprint import bound_locals, code_fingerprint
+from schemas.code_fingerprint import bound_locals, code_fingerprint
 
 HACK = '''
 def max_pair(values, limit=10):

@@ -10,7 +10,9 @@ Module-level names (the entry point, globals, imports), attributes and builtins 
 their names: they are what the code calls and is called by, not a private choice.
 
 The standard library's ``ast`` is enough here: a fingerprint needs the tree and not the
-source's layout, which is what libcst would add.
+source's layout, which is what libcst would add. It is part of the contract of the
+``reviews`` topic (``code_fingerprint``), so it lives beside the schemas, where the
+dashboard and the feedback agent alike can compute it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import ast
 import hashlib
 
-from streams.signals.syntax import parse_or_none, strip_docstrings
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -27,12 +28,23 @@ FINGERPRINT_HEX_CHARS = 32
 
 def code_fingerprint(code: str) -> str | None:
     """The hex fingerprint of ``code``; None when it does not parse."""
-    tree = parse_or_none(code)
-    if tree is None:
+    try:
+        tree = ast.parse(code.replace("\r\n", "\n"))
+    except (SyntaxError, ValueError):  # ValueError: null bytes in the source
         return None
-    canonical = _CanonicalNames().visit(strip_docstrings(tree))
+    canonical = _CanonicalNames().visit(_without_docstrings(tree))
     text = ast.dump(canonical, annotate_fields=False, include_attributes=False)
     return hashlib.sha256(text.encode()).hexdigest()[:FINGERPRINT_HEX_CHARS]
+
+
+def _without_docstrings(tree: ast.Module) -> ast.Module:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]  # a body must keep a statement
+    return tree
 
 
 def _arguments(args: ast.arguments) -> list[str]:
