@@ -23,9 +23,11 @@ class ReviewPublisher:
         self.topics = topics
         self.source = source
         self.timeout_s = timeout_s
-        # the reviews topic is created here when missing: a run started before it existed has none
-        spec = next(s for s in topics.event_specs() if s.name == topics.reviews)
-        ensure_topics(AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}), [spec])
+        # the reviews topic is created here when missing (a run started before it existed has
+        # none); one that exists is left as the run made it, whatever its partition count
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+        if topics.reviews not in admin.list_topics(timeout=timeout_s).topics:
+            ensure_topics(admin, [next(s for s in topics.event_specs() if s.name == topics.reviews)])
         self._producer = EventProducer(bootstrap, **{"delivery.timeout.ms": int(timeout_s * 1000)})
 
     def publish(self, record: dict[str, Any]) -> dict[str, Any]:

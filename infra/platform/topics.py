@@ -114,8 +114,9 @@ class Topics(BaseModel):
             TopicSpec(self.policy, 1, replication, KEEP_FOREVER, "PolicyVersion"),
             TopicSpec(self.metrics, 1, replication, KEEP_FOREVER, "Metric"),
             TopicSpec(self.deadletter, 1, replication, KEEP_FOREVER, "DeadLetter"),
-            # people's verdicts on samples: few, read whole by whoever rebuilds the reviewed fingerprints
-            TopicSpec(self.reviews, 1, replication, KEEP_FOREVER, "Review"),
+            # people's verdicts, keyed by rollout: partitioned like the tasks, so the feedback
+            # agent's table of reviewed code has as many changelog partitions as its source
+            TopicSpec(self.reviews, partitions, replication, KEEP_FOREVER, "Review"),
         ]
 
     def advantages_spec(self, config_id: str, partitions: int = DEFAULT_PARTITIONS,
