@@ -18,10 +18,10 @@ from typing import Any, Literal
 from consumers.drift.queries import (
     DriftError,
     DriftQuery,
-    _PLACEHOLDER,
     bind_parameters,
     load_query,
     query_names,
+    sql_placeholders,
 )
 
 SampleKind = Literal["top", "hacked", "random", "one"]
@@ -49,7 +49,7 @@ def _panel_query(name: str) -> DriftQuery:
     if name not in panel_query_names():
         raise UnknownDashboardQuery(f"panel:{name}")
     sql = _panel_files().joinpath(f"{name}.sql").read_text()
-    return DriftQuery(f"panel:{name}", sql, name, frozenset(_PLACEHOLDER.findall(sql)))
+    return DriftQuery(f"panel:{name}", sql, name, sql_placeholders(sql))
 
 
 _SAMPLE_FILTERS = {

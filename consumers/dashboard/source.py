@@ -97,12 +97,10 @@ def _held_elsewhere(exc: StoreError) -> bool:
 
 def open_source(store: str, timeout_s: float = 30.0) -> QuerySource:
     """The store opened here when it can be; else the query service of the process that holds it."""
-    if is_server_url(store):
-        return StoreSource(open_store(store))
     try:
         return StoreSource(open_store(store))
     except StoreError as exc:
-        if not _held_elsewhere(exc):
+        if is_server_url(store) or not _held_elsewhere(exc):
             raise
         address = query_url_file(store)
         if not address.exists():
