@@ -12,6 +12,7 @@ from consumers.dashboard.config import DashboardConfig
 from consumers.dashboard.panels import PANELS
 from consumers.dashboard.reviews import ReviewPublisher
 from infra.platform.topics import Topics
+from tests.dashboard import history
 from tests.dashboard.browser import PANEL_POINTS_JS, chrome, serving
 
 pytestmark = pytest.mark.kafka
@@ -61,3 +62,21 @@ def test_a_verdict_given_on_the_page_is_stored(page, run_source):
     stored = run_source.store.query("SELECT verdict, hack_class FROM reviews FINAL WHERE rollout_id = {r:String}",
                                     {"r": rollout}).rows
     assert ("hack", "swallowed_exception") in stored
+
+
+def test_the_charts_follow_the_store_while_the_run_goes_on(run_source):
+    app = create_app(DashboardConfig(store="test", refresh_s=1), run_source)
+    newer = [{**row, "event_id": f"{row['event_id']}-v9", "rollout_id": f"{row['rollout_id']}-v9",
+              "policy_version": 9} for row in history.feedback()[:4]]
+    with serving(app) as url:
+        driver = chrome()
+        try:
+            driver.get(url + "/")
+            wait = WebDriverWait(driver, 60)
+            wait.until(lambda d: d.execute_script(PANEL_POINTS_JS, "panel-pass_rate") > 0)
+            versions = driver.execute_script("return document.getElementById('panel-pass_rate').data[0].x")
+            assert 9 not in versions
+            run_source.insert("feedback", newer)  # what a sink writes while the page is open
+            wait.until(lambda d: 9 in d.execute_script("return document.getElementById('panel-pass_rate').data[0].x"))
+        finally:
+            driver.quit()
