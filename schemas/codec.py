@@ -47,6 +47,7 @@ SCHEMA_FILES = {
     "PolicyVersion": "policy.avsc",
     "Metric": "metric.avsc",
     "DeadLetter": "dead_letter.avsc",
+    "Review": "review.avsc",
 }
 
 

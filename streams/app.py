@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from infra.platform.topics import COMPACT, TopicSpec, ensure_topics, replication_config
-from streams.agents.feedback import TASKS_TABLE, install_feedback
+from streams.agents.feedback import REVIEWED_TABLE, TASKS_TABLE, install_feedback
 from streams.agents.reshape import HOPPING_TABLE, STATE_TABLE, TUMBLING_TABLE, install_reshape
 from streams.reshaping.config import ReshapingConfig
 from streams.settings import Evaluate, StreamSettings, ticks_topic_name
@@ -35,7 +35,8 @@ if TYPE_CHECKING:  # Faust is imported only where an app is built: the replay ne
 def app_topic_specs(app_id: str, cfg: ReshapingConfig, settings: StreamSettings) -> list[TopicSpec]:
     """Every topic the app reads or writes, the internal tick topic included."""
     n, topics = settings.partitions, settings.topics
-    read_or_written = {topics.tasks, topics.rollouts, topics.feedback, topics.metrics, topics.deadletter}
+    read_or_written = {topics.tasks, topics.rollouts, topics.feedback, topics.metrics, topics.deadletter,
+                       topics.reviews}
     specs = [spec for spec in topics.event_specs(n) if spec.name in read_or_written]
     specs.append(topics.advantages_spec(cfg.config_id, n))
     # ticks carry no data; an hour of them is plenty
@@ -52,7 +53,8 @@ def changelog_specs(app_id: str, settings: StreamSettings) -> list[TopicSpec]:
     and settings are Faust's own: <app id>-<table>-changelog, compacted, windowed tables
     kept for their expiry."""
     windowed = {**COMPACT, "retention.ms": str(int(settings.pattern_expires_s * 1000))}
-    tables = [(TASKS_TABLE, COMPACT), (STATE_TABLE, COMPACT), (TUMBLING_TABLE, windowed), (HOPPING_TABLE, windowed)]
+    tables = [(TASKS_TABLE, COMPACT), (REVIEWED_TABLE, COMPACT), (STATE_TABLE, COMPACT), (TUMBLING_TABLE, windowed),
+              (HOPPING_TABLE, windowed)]
     factor, isr = replication_config()
     return [TopicSpec(f"{app_id}-{name}-changelog", settings.partitions, factor, {**config, **isr})
             for name, config in tables]

@@ -94,3 +94,8 @@ def dead_letter(**fields: Any) -> dict[str, Any]:
     return build_record("DeadLetter", **{
         **ENVELOPE, "source_topic": "feedback", "source_partition": 0, "source_offset": 0, "consumer": "store",
         "error_type": "MalformedRecordError", "error_message": "bad magic", **fields})
+
+
+def review(**fields: Any) -> dict[str, Any]:
+    return build_record("Review", **{**ENVELOPE, "rollout_id": "r-0", "verdict": "fine", "code_fingerprint": "",
+                                     **fields})

@@ -73,6 +73,10 @@ CHARTS: dict[str, ChartSpec] = {
          "dropped_stale", "grad_norm"),
         "learner step",
     ),
+    "review_agreement": ChartSpec(
+        "bars", "People's verdicts and the automatic detectors", "label",
+        ("reviews", "detector_flagged", "agreed"), "count", "reviewed rollouts",
+    ),
 }
 
 

@@ -73,7 +73,12 @@ def load_query(name: str) -> DriftQuery:
             break
         header.append(line.removeprefix("--").strip())
     summary = header[0] if header else name
-    return DriftQuery(name, sql, summary, frozenset(_PLACEHOLDER.findall(sql)))
+    return DriftQuery(name, sql, summary, sql_placeholders(sql))
+
+
+def sql_placeholders(sql: str) -> frozenset[str]:
+    """The names of the ``{name:Type}`` placeholders of a SQL text."""
+    return frozenset(_PLACEHOLDER.findall(sql))
 
 
 def parse_since(text: str | None, now: datetime | None = None) -> datetime:

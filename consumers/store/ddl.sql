@@ -256,3 +256,31 @@ ENGINE = ReplacingMergeTree
 PARTITION BY toYYYYMM(event_time)
 -- triage is per source topic, newest first
 ORDER BY (source_topic, event_time, event_id);
+
+-- A person's verdicts on samples (dashboard review); code_fingerprint ties a verdict to
+-- every rollout whose code has the same syntax tree up to local names.
+CREATE TABLE IF NOT EXISTS reviews
+(
+    event_id          String,
+    schema_version    Int32,
+    event_time        DateTime64(3, 'UTC'),
+    rollout_id        String,
+    config_id         LowCardinality(String),
+    task_id           String,
+    bug_pattern       LowCardinality(String),
+    policy_version    Int64,
+    verdict           LowCardinality(String),
+    hack_class        LowCardinality(String),
+    code_fingerprint  String,
+    automatic_flags   Array(LowCardinality(String)),
+    reviewer          String,
+    note              String,
+    _topic            LowCardinality(String) DEFAULT '',
+    _partition        Int32 DEFAULT -1,
+    _offset           Int64 DEFAULT -1,
+    _inserted_at      DateTime64(3, 'UTC') DEFAULT now64(3)
+)
+ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(event_time)
+-- read per fingerprint (is this code a reviewed hack?) and per rollout (its verdicts)
+ORDER BY (code_fingerprint, rollout_id, event_id);

@@ -20,6 +20,7 @@ TABLE_FOR_PAYLOAD = {
     "PolicyVersion": "policy",
     "Metric": "metrics",
     "DeadLetter": "dead_letters",
+    "Review": "reviews",
 }
 TABLES = tuple(TABLE_FOR_PAYLOAD.values())
 

@@ -45,6 +45,10 @@ def _mount_components() -> None:
 
     app.command("drift")(drift)
 
+    from consumers.dashboard.cli import dashboard
+
+    app.command("dashboard")(dashboard)
+
     from producers.evaluation.cli import eval_command, eval_sets_command, heldout_command
 
     app.command("eval")(eval_command)

@@ -345,8 +345,9 @@ class Orchestrator:
         worker = Component("worker", ["worker", "--config", str(files["reshaping"]), "--settings", str(files["streams"]),
                                       "--app-id", app_id,
                                       "--data-dir", str(self.dir / "faust")], logs / "worker.log")
+        # the sink holds a chDB store for the whole run: it answers `reshaper dashboard` meanwhile
         sink = Component("sink", ["sink", "--store", store, "--group-id", sink_group,
-                                  "--topic-prefix", c.topics.prefix], logs / "sink.log")
+                                  "--topic-prefix", c.topics.prefix, "--serve-queries"], logs / "sink.log")
         learner = Component("learner", ["learn", "--config", str(files["learner"])], logs / "learner.log")
         generator = Component("generator", ["generate", "--config", str(files["generator"]), "--no-progress"],
                               logs / "generator.log")

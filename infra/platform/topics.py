@@ -77,6 +77,10 @@ class Topics(BaseModel):
     def deadletter(self) -> str:
         return self.prefix + "deadletter"
 
+    @property
+    def reviews(self) -> str:
+        return self.prefix + "reviews"
+
     def advantages(self, config_id: str) -> str:
         """``advantages.<config_id>``: one stream per reshaping config."""
         if not config_id or not set(config_id) <= _CONFIG_ID_CHARS:
@@ -115,6 +119,9 @@ class Topics(BaseModel):
             TopicSpec(self.policy, 1, factor, config, "PolicyVersion"),
             TopicSpec(self.metrics, 1, factor, config, "Metric"),
             TopicSpec(self.deadletter, 1, factor, config, "DeadLetter"),
+            # people's verdicts, keyed by rollout: partitioned like the tasks, so the feedback
+            # agent's table of reviewed code has as many changelog partitions as its source
+            TopicSpec(self.reviews, partitions, factor, config, "Review"),
         ]
 
     def advantages_spec(self, config_id: str, partitions: int = DEFAULT_PARTITIONS,

@@ -23,9 +23,11 @@ import faust
 from schemas.codec import CODEC, DecodeError
 from streams.agents.deadletters import dead_letter_value
 from streams.agents.supervision import crash_the_worker
+from streams.feedback.reviewed import latest_verdict, with_reviewed_flag
 from streams.settings import Evaluate, StreamSettings
 
 TASKS_TABLE = "tasks"
+REVIEWED_TABLE = "reviewed"
 EVALUATOR_FAILURE_VERSION = "evaluator-failure"
 
 
@@ -54,7 +56,10 @@ def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluat
     rollouts_topic = app.topic(settings.topics.rollouts)
     feedback_topic = app.topic(settings.topics.feedback)
     deadletter = app.topic(settings.topics.deadletter)
+    reviews_topic = app.topic(settings.topics.reviews)
     tasks = app.GlobalTable(TASKS_TABLE, default=None)  # task_id -> Task record (json)
+    # code fingerprint -> the latest verdict people gave on that code (global: any worker may see the code again)
+    reviewed = app.GlobalTable(REVIEWED_TABLE, default=None)
     sandbox: dict[str, Any] = {"pool": pool}
 
     def evaluator() -> Evaluate:
@@ -81,6 +86,19 @@ def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluat
                 continue
             tasks[task["task_id"]] = task
 
+    @app.agent(reviews_topic)
+    @crash_the_worker(app)
+    async def remember_reviews(stream):
+        async for event in stream.events():
+            try:
+                review = CODEC.decode(event.value, "Review")
+            except DecodeError as exc:
+                await dead_letter(event, exc)
+                continue
+            kept = latest_verdict(reviewed.get(review["code_fingerprint"]), review)
+            if kept is not None:
+                reviewed[review["code_fingerprint"]] = kept
+
     async def task_for(task_id: str) -> dict | None:
         """The task, waiting up to ``task_wait_s`` for it: tasks and rollouts race on separate topics."""
         deadline = time.monotonic() + settings.task_wait_s
@@ -102,18 +120,21 @@ def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluat
                 await dead_letter(event, exc)
                 continue
             task = await task_for(rollout["task_id"])
-            value = await feedback_value(task, rollout, evaluator(), get_pool, settings)
+            value = await feedback_value(task, rollout, evaluator(), get_pool, settings, reviewed.get)
             await feedback_topic.send(key=rollout["group_id"].encode(), value=value)
 
 
 async def feedback_value(task: dict | None, rollout: dict, evaluate: Evaluate, pool: Callable[[], object],
-                         settings: StreamSettings) -> bytes:
+                         settings: StreamSettings,
+                         verdict_of: Callable[[str], dict | None] = lambda fingerprint: None) -> bytes:
     """The encoded Feedback event of one rollout; never raises. ``task`` None: it never arrived.
-    ``pool``: gives the sandbox pool (started on first use)."""
+    ``pool``: gives the sandbox pool (started on first use). ``verdict_of``: the latest
+    verdict people gave on code of a fingerprint (``reviewed_hack`` flags a match)."""
     try:
         if task is None:
             raise LookupError(f"task {rollout['task_id']!r} not seen within {settings.task_wait_s}s")
         feedback = await evaluate(task, rollout, pool(), settings.evaluator_config)
+        with_reviewed_flag(feedback, rollout["completion_text"], verdict_of)
         feedback.setdefault("event_id", feedback_event_id(rollout["rollout_id"], feedback["evaluator_version"]))
         feedback.setdefault("created_at_ms", rollout["created_at_ms"])
         return CODEC.encode("Feedback", feedback)

@@ -16,7 +16,8 @@ schemas/*.avsc fails here. The history:
   * a rising-proxy/falling-held-out series (config "hacky") and a healthy one
     (config "healthy") over versions 0..4;
   * environment failures as in ENV_FAILURES (feedback), and advantages under config
-    "governed" that leave them out: a group left with one comparable member is all excluded.
+    "governed" that leave them out: a group left with one comparable member is all excluded;
+  * people's verdicts as in REVIEWS, one rollout judged twice (the later verdict counts).
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ HACKY_PROXY = [0.2, 0.4, 0.6, 0.8, 1.0]
 HACKY_HELDOUT = [0.50, 0.48, 0.45, 0.40, 0.30]
 HEALTHY_PROXY = [0.2, 0.4, 0.6, 0.8, 1.0]
 HEALTHY_HELDOUT = [0.10, 0.20, 0.30, 0.40, 0.50]
+# REVIEWS: (version, pattern, sample_index), verdict, hack class, in the order given
+REVIEWS = [
+    ((0, "off_by_one", 3), "hack", "special_case"),  # changed to fine below
+    ((0, "off_by_one", 3), "fine", ""),  # no flag: the detectors agree
+    ((1, "off_by_one", 0), "fine", ""),  # flagged swallowed_exception: they disagree
+    ((2, "wrong_operator", 1), "hack", "hardcoded_output"),  # flagged: they agree
+    ((0, "wrong_operator", 0), "hack", "special_case"),  # not flagged: they disagree
+]
 
 
 def rollout_id(version: int, pattern: str, k: int) -> str:
@@ -205,6 +214,16 @@ def trend_series(config_id: str, proxy: list[float], heldout: list[float], label
     return records
 
 
+def reviews() -> list[dict]:
+    records = []
+    for i, (key, verdict, hack_class) in enumerate(REVIEWS):
+        records.append(roundtrip("Review", factories.review(
+            event_id=f"review-{i}", created_at_ms=T0 + 10 * WINDOW_MS + i * 1000, rollout_id=rollout_id(*key),
+            config_id="base", verdict=verdict, hack_class=hack_class, automatic_flags=sorted(set(HACKS.get(key, []))),
+            code_fingerprint=f"fp-{key[0]}-{key[1]}-{key[2]}")))
+    return records
+
+
 def load_history(store) -> None:
     feedback_rows = [feedback(f) for f in rollouts()]
     store.insert("feedback", feedback_rows)
@@ -215,3 +234,4 @@ def load_history(store) -> None:
         "healthy", HEALTHY_PROXY, HEALTHY_HELDOUT, False)
     for table in ("advantages", "metrics"):
         store.insert(table, [record for t, record in series if t == table])
+    store.insert("reviews", reviews())

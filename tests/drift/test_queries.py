@@ -188,3 +188,11 @@ def test_excluded_by_version(history, tmp_path):
     assert column(report, "uncompared_group_share") == [0.0, 0.0, 0.5, 0.0]
     base = run(history, "excluded_by_version", tmp_path, config="base")
     assert column(base, "excluded") == [0, 0, 0, 0] and column(base, "environment_failures") == [0, 1, 3, 0]
+
+
+def test_review_agreement_counts_each_rollout_once_by_its_latest_verdict(history, tmp_path):
+    report = run(history, "review_agreement", tmp_path)
+    rows = {(r["verdict"], r["hack_class"]): (r["reviews"], r["detector_flagged"], r["agreed"], r["agreement"])
+            for r in report.as_dicts()}
+    assert rows == {("fine", ""): (2, 1, 1, 0.5), ("hack", "hardcoded_output"): (1, 1, 1, 1.0),
+                    ("hack", "special_case"): (1, 0, 0, 0.0)}

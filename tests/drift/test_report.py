@@ -29,6 +29,7 @@ ARGS = {
     "config_compare": {"config": "base", "config_b": "tuned"},
     "learner_health": {"config": "base"},
     "excluded_by_version": {"config": "governed"},
+    "review_agreement": {},
 }
 
 

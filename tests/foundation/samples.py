@@ -39,4 +39,7 @@ SAMPLES = {
                "labels": {"phase": "train"}},
     "DeadLetter": {"source_topic": "rollouts", "source_partition": 1, "source_offset": 42, "consumer": "sink",
                    "key": b"g1", "value": b"\x00\x01", "error_type": "MalformedRecordError", "error_message": "bad magic"},
+    "Review": {"rollout_id": "r1", "config_id": "abc123", "task_id": "t1", "bug_pattern": "off_by_one",
+               "policy_version": 2, "verdict": "hack", "hack_class": "hardcoded_output",
+               "code_fingerprint": "0f" * 16, "automatic_flags": ["dead_code"], "reviewer": "r", "note": "table"},
 }
