@@ -71,6 +71,24 @@ def new_cluster_id() -> str:
     return cluster
 
 
+def stop_nodes(nodes: list[KafkaBroker], timeout_s: float = 30.0) -> bool:
+    """SIGTERM every running node at once, SIGKILL what is left after `timeout_s`. All at once:
+    stopped one by one, the last nodes of a cluster wait in their controlled shutdown for a
+    controller quorum that is already gone. Returns False if none was running."""
+    running = [(node, pid) for node in nodes if (pid := node._read_pid()) is not None]
+    for _, pid in running:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(_pid_alive(pid) for _, pid in running):
+        time.sleep(0.2)
+    for _, pid in running:
+        if _pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    for node in nodes:
+        node.pid_file.unlink(missing_ok=True)
+    return bool(running)
+
+
 class KafkaBroker:
     def __init__(self, settings: BrokerSettings | None = None):
         self.settings = settings or BrokerSettings()
@@ -228,18 +246,7 @@ class KafkaBroker:
 
     def down(self, timeout_s: float = 30.0) -> bool:
         """Stop our broker (SIGTERM, then SIGKILL). Returns False if none was running."""
-        pid = self._read_pid()
-        if pid is None:
-            self.pid_file.unlink(missing_ok=True)
-            return False
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and _pid_alive(pid):
-            time.sleep(0.2)
-        if _pid_alive(pid):
-            os.kill(pid, signal.SIGKILL)
-        self.pid_file.unlink(missing_ok=True)
-        return True
+        return stop_nodes([self], timeout_s)
 
     def reset(self) -> None:
         """Stop and delete the broker's data (topics, offsets); the jars stay cached."""
@@ -287,9 +294,9 @@ class KafkaCluster:
     def status(self) -> list[BrokerStatus]:
         return [node.status() for node in self.nodes]
 
-    def down(self) -> bool:
+    def down(self, timeout_s: float = 30.0) -> bool:
         """Stop every node; False if none was running."""
-        return any([node.down() for node in self.nodes])
+        return stop_nodes(self.nodes, timeout_s)
 
     def reset(self) -> None:
         self.down()
