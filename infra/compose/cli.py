@@ -211,7 +211,7 @@ def sanity(
     from infra.compose.run_config import load_run_config
     from producers.corpus import cached_build, read_tasks
     from producers.evaluation.eval import evaluate_policy
-    from infra.compose.run_history import generator_id, run_feedback, run_store
+    from infra.compose.run_history import run_feedback, run_store
     from producers.evaluation.run_folder import base_model_dir, final_policy
     from producers.evaluation.sanity import sanity_summary, signal_task_ids
     from producers.evaluation.taskfile import normalise_task
@@ -226,7 +226,7 @@ def sanity(
     if adapter is None:
         raise typer.BadParameter(f"{run}: no published policy to compare with the base model")
     with run_store(run) as store:
-        feedback = run_feedback(store, generator_id(run_cfg.name))
+        feedback = run_feedback(store, run_cfg.name)
     task_ids = signal_task_ids(feedback, tasks)
     if not task_ids:
         raise typer.BadParameter(f"{run}: no group of its {len(feedback)} rollouts carried a signal")

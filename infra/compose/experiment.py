@@ -47,7 +47,7 @@ from infra.compose.experiment_results import (HEADLINE, audit_markdown, curve_cs
                                               results_table, run_rows, runs_markdown, unit_folder_name)
 from infra.compose.experiment_rerun import agreement_markdown, rerun_agreement
 from producers.evaluation.converters import EVAL_SETS, select_tasks
-from infra.compose.run_history import generator_id, run_feedback, run_store
+from infra.compose.run_history import run_feedback, run_store
 
 
 class EvalBudget(BaseModel):
@@ -478,7 +478,7 @@ def analyse_run(cfg: ExperimentConfig, arm: str, seed: int, run_dir: Path, top: 
     name = run_name(cfg, arm, seed)
     config_id = json.loads((run_dir / "report" / "summary.json").read_text())["config_id"]
     with run_store(run_dir) as store:
-        feedback = run_feedback(store, generator_id(name))
+        feedback = run_feedback(store, name)
         best = store.query(
             "SELECT a.reward_enhanced AS reward, a.advantage AS advantage, f.task_id AS task_id, "
             "f.tests_passed AS passed, f.tests_total AS total, f.hack_flags AS hack_flags, "

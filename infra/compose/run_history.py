@@ -22,13 +22,13 @@ def run_store(run_dir: Path):
 
 
 _RUN_FEEDBACK = ("SELECT * FROM feedback FINAL WHERE rollout_id IN (SELECT rollout_id FROM rollouts FINAL "
-                 "WHERE generator_id = {g:String}) ORDER BY event_time, event_id")
+                 "WHERE startsWith(generator_id, {prefix:String})) ORDER BY event_time, event_id")
 
 
-def run_feedback(store, generator: str) -> list[dict]:
-    """The feedback of one generator's rollouts, in event order, with `created_at_ms` from the
-    envelope's event time (what the reshaping reads)."""
-    rows = store.query(_RUN_FEEDBACK, {"g": generator}).as_dicts()
+def run_feedback(store, run_name: str) -> list[dict]:
+    """The feedback of every generator of a run (`generator_id(run_name, i)`, any i), in event
+    order, with `created_at_ms` from the envelope's event time (what the reshaping reads)."""
+    rows = store.query(_RUN_FEEDBACK, {"prefix": generator_id(run_name, 0).removesuffix("0")}).as_dicts()
     for r in rows:
         r["created_at_ms"] = int(r["event_time"].timestamp() * 1000)
     return rows
