@@ -49,6 +49,10 @@ def _mount_components() -> None:
 
     app.command("dashboard")(dashboard)
 
+    from consumers.tensorboard.writer import tensorboard
+
+    app.command("tensorboard")(tensorboard)
+
     from producers.evaluation.cli import eval_command, eval_sets_command, heldout_command
 
     app.command("eval")(eval_command)

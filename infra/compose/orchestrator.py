@@ -352,6 +352,10 @@ class Orchestrator:
         generator = Component("generator", ["generate", "--config", str(files["generator"]), "--no-progress"],
                               logs / "generator.log")
         self.components = [worker, sink, learner, generator]
+        if c.tensorboard:
+            self.components.append(Component("tensorboard", [
+                "tensorboard", "--logdir", str(self.dir / "tensorboard"), "--group-id", f"tensorboard-{c.name}",
+                "--topic-prefix", c.topics.prefix], logs / "tensorboard.log"))
         if c.heldout.enabled:
             heldout = Component("heldout", ["heldout", "--config", str(files["heldout"])], logs / "heldout.log")
             self.components.append(heldout)
@@ -403,11 +407,12 @@ class Orchestrator:
 
     def shutdown(self, bootstrap: str, app_id: str, sink_group: str, say) -> None:
         worker, sink, learner, generator = self.components[:4]
+        extra = {comp.name: comp for comp in self.components[4:]}
         for comp in (generator, learner):
             comp.stop()
-        for comp in self.components[4:]:  # the held-out evaluator: the versions still due, then stop
-            self._wait_heldout(comp, say)
-            comp.stop()
+        if "heldout" in extra:  # the held-out evaluator: the versions still due, then stop
+            self._wait_heldout(extra["heldout"], say)
+            extra["heldout"].stop()
         # the worker finishes what the generator produced; then the sink stores everything
         names = self.cfg.topics
         self._drain(bootstrap, app_id, [names.rollouts, names.feedback], worker, say, timeout_s=600)
@@ -417,6 +422,10 @@ class Orchestrator:
                   if stored.fullmatch(t)]
         self._drain(bootstrap, sink_group, topics, sink, say, timeout_s=600)
         sink.stop()
+        if "tensorboard" in extra:  # every metric written, the last ones the worker's
+            self._drain(bootstrap, f"tensorboard-{self.cfg.name}", [names.metrics], extra["tensorboard"], say,
+                        timeout_s=120)
+            extra["tensorboard"].stop()
 
     def _wait_heldout(self, comp: Component, say, timeout_s: float = 1800) -> None:
         """Until every published version that is due has its report (or the evaluator died)."""

@@ -88,6 +88,8 @@ class RunConfig(BaseModel):
         description="the feedback agent's evaluator (repeats, re-evaluations after environment failures, adversarial "
         "inputs, rename check): feedback is computed before any reshaping, so these are the run's, never a reshaping "
         "config's. Default: 3 repeats, as the full method (the default reshaping) asks; a plain baseline sets 1")
+    tensorboard: bool = Field(True, description="also write the metrics topic as TensorBoard event files under "
+                              "runs/<name>/tensorboard (`tensorboard --logdir` shows them while the run goes on)")
     heldout: HeldoutConfig = Field(default_factory=HeldoutConfig,
                                    description="held-out success while training: every Nth policy version evaluated "
                                    "on a fixed small set, published as `eval` metrics (off by default)")

@@ -65,13 +65,26 @@ def test_every_drift_query_returns_rows_and_a_png(finished_run):
         assert (cfg.run_dir / "report" / f"{name}.png").stat().st_size > 5000
 
 
+def test_the_metrics_are_tensorboard_scalars_under_trl_names(finished_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    cfg, summary, _ = finished_run
+    folder = cfg.run_dir / "tensorboard"
+    learner = EventAccumulator(str(folder / "learner"))
+    learner.Reload()
+    assert {"loss", "grad_norm", "entropy", "completions/mean_length", "learner/loss/loss"} <= set(
+        learner.Tags()["scalars"])
+    assert len({event.step for event in learner.Scalars("loss")}) == summary["learner_steps"]
+    assert any(d.name.startswith("generator-") for d in folder.iterdir())
+
+
 CRASH_SIGNS = ("Traceback (most recent call last)", "crashed", "Crashed", "PartitionsMismatch",
                "not found in cluster metadata", "restarting")
 
 
 def test_a_first_run_on_a_fresh_broker_crashes_and_restarts_nothing(finished_run):
     cfg, summary, _ = finished_run
-    assert summary["restarts"] == {"worker": 0, "sink": 0, "learner": 0, "generator": 0}
+    assert summary["restarts"] == {"worker": 0, "sink": 0, "learner": 0, "generator": 0, "tensorboard": 0}
     for log in sorted((cfg.run_dir / "logs").glob("*.log")):
         text = log.read_text(errors="replace")
         assert not [sign for sign in CRASH_SIGNS if sign in text], (log.name, text[-3000:])
@@ -156,7 +169,7 @@ def crashed_run(tmp_path_factory):
 def test_sigkill_of_each_component_loses_and_doubles_nothing(crashed_run):
     cfg, summary, bootstrap, killed = crashed_run
     assert sorted(killed) == ["generator", "learner", "sink", "worker"], killed
-    assert summary["restarts"] == {"worker": 1, "sink": 1, "learner": 1, "generator": 1}
+    assert summary["restarts"] == {"worker": 1, "sink": 1, "learner": 1, "generator": 1, "tensorboard": 0}
     assert summary["learner_steps"] == 5 and summary["policy_version"] == 5
     config_id = summary["config_id"]
     counts = {}
