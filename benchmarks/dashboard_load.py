@@ -1,6 +1,7 @@
 """Dashboard page load in headless Chromium against the same queries run straight on the store.
 
     python benchmarks/dashboard_load.py [--rollouts 1200] [--repeats 3] [--screenshots DIR]
+    python benchmarks/dashboard_load.py --store runs/NAME/chdb   # a stored run instead (a copy is timed)
 
 A chDB store in a temporary folder is filled with a run of --rollouts rollouts (groups of
 4 over 30 policy versions, 4 bug patterns, fenced completions, 5 test outcomes each, hack
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import logging
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -131,10 +133,17 @@ def _until(condition, what: str, timeout_s: float = 120.0) -> None:
         time.sleep(0.02)
 
 
-def page_load(driver, url: str) -> float:
+def panels_with_rows(source: StoreSource, config: str) -> list:
+    """The panels whose query has rows in this store (a stored run may have no reviews, say)."""
+    return [p for p in PANELS
+            if source.run(p.query, chart_query_parameters(p.query, None, config if p.needs_config else None))]
+
+
+def page_load(driver, url: str, panels: list) -> float:
     start = time.perf_counter()
     driver.get(url + "/")
-    _until(lambda: all(driver.execute_script(PANEL_POINTS_JS, f"panel-{p.name}") > 0 for p in PANELS), "every panel")
+    _until(lambda: all(driver.execute_script(PANEL_POINTS_JS, f"panel-{p.name}") > 0 for p in panels),
+           "every panel with data")
     return time.perf_counter() - start
 
 
@@ -150,27 +159,37 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=1200)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--screenshots", type=Path, default=None, help="save a PNG of each page here")
+    parser.add_argument("--store", type=Path, default=None,
+                        help="a run's chDB folder instead of the generated history (copied first: never changed)")
     args = parser.parse_args()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request would bury the figures
     with tempfile.TemporaryDirectory() as folder:
+        if args.store:
+            shutil.copytree(args.store, Path(folder) / "chdb", symlinks=True)  # chDB links metadata to its data
         store = ChdbStore(Path(folder) / "chdb")
-        store.init_schema()
-        for table, rows in history(args.rollouts).items():
-            store.insert(table, rows)
+        store.init_schema()  # a stored run from before a table existed gains it
+        if not args.store:
+            for table, rows in history(args.rollouts).items():
+                store.insert(table, rows)
         source = StoreSource(store)
-        print(f"store: {args.rollouts // GROUP * GROUP} rollouts, {len(CONFIGS)} configs, {VERSIONS} versions")
-        baseline = [queries_alone(source, CONFIGS[0]) for _ in range(args.repeats)]
+        rollouts, configs = store.query("SELECT (SELECT count() FROM rollouts FINAL), "
+                                        "(SELECT groupUniqArray(config_id) FROM advantages)").rows[0]
+        config = CONFIGS[0] if not args.store else sorted(configs)[0]
+        print(f"store: {rollouts} rollouts, configs {sorted(configs)}")
+        baseline = [queries_alone(source, config) for _ in range(args.repeats)]
+        drawn = panels_with_rows(source, config)
+        print(f"panels with data: {len(drawn)} of {len(PANELS)}")
         app = create_app(DashboardConfig(store=folder, refresh_s=3600), source)
         with serving(app) as url:
             driver = chrome()
             try:
-                charts = [page_load(driver, url) for _ in range(args.repeats)]
+                charts = [page_load(driver, url, drawn) for _ in range(args.repeats)]
                 samples = [samples_load(driver, url) for _ in range(args.repeats)]
                 if args.screenshots:
                     args.screenshots.mkdir(parents=True, exist_ok=True)
                     for name, path in (("charts", "/"), ("samples", "/samples")):
                         driver.set_window_size(1400, 2400 if name == "charts" else 1600)
-                        (page_load if name == "charts" else samples_load)(driver, url)
+                        page_load(driver, url, drawn) if name == "charts" else samples_load(driver, url)
                         driver.save_screenshot(str(args.screenshots / f"dashboard-{name}.png"))
             finally:
                 driver.quit()

@@ -98,7 +98,7 @@ def _held_elsewhere(exc: StoreError) -> bool:
 def open_source(store: str, timeout_s: float = 30.0) -> QuerySource:
     """The store opened here when it can be; else the query service of the process that holds it."""
     try:
-        return StoreSource(open_store(store))
+        opened = open_store(store)
     except StoreError as exc:
         if is_server_url(store) or not _held_elsewhere(exc):
             raise
@@ -108,3 +108,7 @@ def open_source(store: str, timeout_s: float = 30.0) -> QuerySource:
                 f"another process holds the chDB folder {store} (the run's sink?) and serves no queries: "
                 "start that sink with --serve-queries, or store to a ClickHouse server") from exc
         return RemoteSource(address.read_text().strip(), timeout_s)
+    # A store written before a table existed (reviews) gains it: the DDL creates only what is
+    # missing, and the review panels and verdicts need the table.
+    opened.init_schema()
+    return StoreSource(opened)

@@ -64,3 +64,22 @@ def test_the_dashboard_reads_a_store_the_sink_holds_through_its_query_service(he
     sink.send_signal(signal.SIGTERM)
     sink.wait(timeout=60)
     assert not query_url_file(folder).exists()  # a stopped service leaves no stale address
+
+
+def test_a_store_written_before_the_reviews_table_gains_it_when_the_dashboard_opens_it(tmp_path):
+    from consumers.store import ChdbStore, QueryError
+
+    folder = tmp_path / "old"
+    store = ChdbStore(folder)
+    store.init_schema()
+    store.command("DROP TABLE reviews")
+    try:
+        with pytest.raises(QueryError):
+            store.query("SELECT count() FROM reviews")
+    finally:
+        store.close()
+    source = open_source(str(folder))
+    try:
+        assert source.store.query("SELECT count() FROM reviews").rows == [(0,)]
+    finally:
+        source.close()
