@@ -75,26 +75,24 @@ def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluat
         await deadletter.send(key=msg.topic.encode(), value=dead_letter_value(
             msg.topic, msg.partition, msg.offset, app.conf.id, msg.key, event.value, exc))
 
+    async def decoded(stream, payload: str):
+        """The stream's records decoded as `payload`; one that does not decode is dead-lettered."""
+        async for event in stream.events():
+            try:
+                yield CODEC.decode(event.value, payload)
+            except DecodeError as exc:
+                await dead_letter(event, exc)
+
     @app.agent(tasks_topic)
     @crash_the_worker(app)
     async def remember_tasks(stream):
-        async for event in stream.events():
-            try:
-                task = CODEC.decode(event.value, "Task")
-            except DecodeError as exc:
-                await dead_letter(event, exc)
-                continue
+        async for task in decoded(stream, "Task"):
             tasks[task["task_id"]] = task
 
     @app.agent(reviews_topic)
     @crash_the_worker(app)
     async def remember_reviews(stream):
-        async for event in stream.events():
-            try:
-                review = CODEC.decode(event.value, "Review")
-            except DecodeError as exc:
-                await dead_letter(event, exc)
-                continue
+        async for review in decoded(stream, "Review"):
             kept = latest_verdict(reviewed.get(review["code_fingerprint"]), review)
             if kept is not None:
                 reviewed[review["code_fingerprint"]] = kept

@@ -51,6 +51,7 @@ def test_rollouts_become_the_pure_cores_advantages(kafka_bootstrap, kafka_admin,
         with EventProducer(kafka_bootstrap) as producer:
             producer.send(settings.topics.tasks, "t1", "Task", task("t1"))
             producer.send_raw(settings.topics.rollouts, b"poison", b"not avro")  # must be dead-lettered
+            producer.send_raw(settings.topics.tasks, b"poison", b"not a task either")  # so must this
             for gid, members in groups.items():
                 for i, code in enumerate(members):
                     task_id = MISSING if i == len(members) - 1 else "t1"
@@ -58,7 +59,7 @@ def test_rollouts_become_the_pure_cores_advantages(kafka_bootstrap, kafka_admin,
         n = sum(len(m) for m in groups.values())
         advantages = read_all(kafka_bootstrap, settings.topics.advantages(cfg.config_id), n, proc=worker)
         feedback = read_all(kafka_bootstrap, settings.topics.feedback, n, settle_s=0.2, positions=True)
-        dead = read_all(kafka_bootstrap, settings.topics.deadletter, 1, settle_s=0.2)
+        dead = read_all(kafka_bootstrap, settings.topics.deadletter, 2, settle_s=0.2)
     finally:
         worker.stop()
 
@@ -74,7 +75,7 @@ def test_rollouts_become_the_pure_cores_advantages(kafka_bootstrap, kafka_admin,
         missing = by_rid[f"{gid}-{len(members) - 1}"]
         assert missing["error_kind"] == "sandbox" and missing["pass_fraction_runs"] == [0.0]
         assert missing["environment_failure"] is True  # the host's failure, not the candidate's
-    assert [d["source_topic"] for d in dead] == [settings.topics.rollouts]
+    assert sorted(d["source_topic"] for d in dead) == sorted([settings.topics.rollouts, settings.topics.tasks])
 
     # the pure core on the same feedback: per partition, groups in the order they completed
     expected = {}
