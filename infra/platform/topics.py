@@ -12,6 +12,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -183,15 +184,28 @@ def ensure_topics(admin: AdminClient, specs: list[TopicSpec]) -> list[str]:
         except Exception as exc:  # a concurrent creator won the race: verification decides
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
-    # a topic just created can take a moment to show in the metadata the broker returns
-    deadline = time.monotonic() + 15
-    problems = verify_topics(admin, specs)
-    while problems and all(p.endswith(": missing") for p in problems) and time.monotonic() < deadline:
-        time.sleep(0.2)
-        problems = verify_topics(admin, specs)
+    problems = _settled_problems(admin, specs, deadline=time.monotonic() + 15)
     if problems:
         raise TopicConfigMismatch("; ".join(problems))
     return created
+
+
+def _settled_problems(admin: AdminClient, specs: list[TopicSpec], deadline: float) -> list[str]:
+    """`verify_topics` once the topics just created are known: a topic can take a moment to
+    show in the metadata a broker returns, and on a cluster the broker asked for its config
+    may not know yet a topic another broker has just created (UNKNOWN_TOPIC_OR_PART)."""
+    while True:
+        try:
+            problems = verify_topics(admin, specs)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+            continue
+        if problems and all(p.endswith(": missing") for p in problems) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            continue
+        return problems
 
 
 def verify_changelogs(admin: AdminClient, app_id: str) -> list[str]:
