@@ -8,9 +8,14 @@ from pathlib import Path
 import yaml
 
 
+def generator_prefix(run_name: str) -> str:
+    """What the ids of every generator of a run start with."""
+    return f"{run_name}-gen-"
+
+
 def generator_id(run_name: str, index: int = 0) -> str:
     """The id a run's generator publishes under."""
-    return f"{run_name}-gen-{index}"
+    return f"{generator_prefix(run_name)}{index}"
 
 
 def run_store(run_dir: Path):
@@ -28,7 +33,7 @@ _RUN_FEEDBACK = ("SELECT * FROM feedback FINAL WHERE rollout_id IN (SELECT rollo
 def run_feedback(store, run_name: str) -> list[dict]:
     """The feedback of every generator of a run (`generator_id(run_name, i)`, any i), in event
     order, with `created_at_ms` from the envelope's event time (what the reshaping reads)."""
-    rows = store.query(_RUN_FEEDBACK, {"prefix": generator_id(run_name, 0).removesuffix("0")}).as_dicts()
+    rows = store.query(_RUN_FEEDBACK, {"prefix": generator_prefix(run_name)}).as_dicts()
     for r in rows:
         r["created_at_ms"] = int(r["event_time"].timestamp() * 1000)
     return rows
