@@ -21,6 +21,7 @@ from consumers.drift.queries import (
     bind_parameters,
     load_query,
     query_names,
+    sql_file_names,
     sql_placeholders,
 )
 
@@ -41,7 +42,7 @@ def _panel_files():
 
 @lru_cache(maxsize=1)
 def panel_query_names() -> tuple[str, ...]:
-    return tuple(sorted(f.name.removesuffix(".sql") for f in _panel_files().iterdir() if f.name.endswith(".sql")))
+    return sql_file_names(_panel_files())
 
 
 @lru_cache(maxsize=None)

@@ -57,9 +57,14 @@ def _sql_files():
     return resources.files("consumers.drift").joinpath("sql")
 
 
+def sql_file_names(folder) -> tuple[str, ...]:
+    """The names of the .sql files in a package's sql folder (`resources.files(...)/sql`), sorted."""
+    return tuple(sorted(f.name.removesuffix(".sql") for f in folder.iterdir() if f.name.endswith(".sql")))
+
+
 @lru_cache(maxsize=1)
 def query_names() -> tuple[str, ...]:
-    return tuple(sorted(f.name.removesuffix(".sql") for f in _sql_files().iterdir() if f.name.endswith(".sql")))
+    return sql_file_names(_sql_files())
 
 
 @lru_cache(maxsize=None)
