@@ -23,7 +23,8 @@ import faust
 from schemas.codec import CODEC, DecodeError
 from streams.agents.deadletters import dead_letter_value
 from streams.agents.supervision import crash_the_worker
-from streams.feedback.reviewed import latest_verdict, with_reviewed_flag
+from streams.feedback.ast_thread import AST_THREAD
+from streams.feedback.reviewed import completion_fingerprint, latest_verdict, with_reviewed_flag
 from streams.settings import Evaluate, StreamSettings
 
 TASKS_TABLE = "tasks"
@@ -132,7 +133,9 @@ async def feedback_value(task: dict | None, rollout: dict, evaluate: Evaluate, p
         if task is None:
             raise LookupError(f"task {rollout['task_id']!r} not seen within {settings.task_wait_s}s")
         feedback = await evaluate(task, rollout, pool(), settings.evaluator_config)
-        with_reviewed_flag(feedback, rollout["completion_text"], verdict_of)
+        fingerprint = await asyncio.get_running_loop().run_in_executor(
+            AST_THREAD, completion_fingerprint, rollout["completion_text"])
+        with_reviewed_flag(feedback, fingerprint, verdict_of)  # the table is read on the loop
         feedback.setdefault("event_id", feedback_event_id(rollout["rollout_id"], feedback["evaluator_version"]))
         feedback.setdefault("created_at_ms", rollout["created_at_ms"])
         return CODEC.encode("Feedback", feedback)

@@ -23,13 +23,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from schemas.prompt import candidate_code, extract_code
 from schemas.records import build_record
+from streams.feedback.ast_thread import AST_THREAD
 from streams.feedback.config import EvaluatorConfig
 from streams.feedback.differential import (SKIP_HOST_FAILURE, SKIP_NO_LITERAL_CALLS, DifferentialPlan, ProbeVerdict,
                                            compare_request, plan_differential, probe_request, probe_verdict)
@@ -116,7 +116,7 @@ async def _probe(task: dict, plan: DifferentialPlan, pool: SandboxPool, cfg: Eva
     key = (task.get("task_id"), hashlib.sha256(plan.reference_setup.encode()).hexdigest(), plan.calls, cfg.version)
     if key in _PROBES:
         return _PROBES[key]
-    verdict = probe_verdict(await pool.aevaluate(probe_request(task, plan, cfg.timeout_s), parse_in=SIGNAL_THREAD))
+    verdict = probe_verdict(await pool.aevaluate(probe_request(task, plan, cfg.timeout_s), parse_in=AST_THREAD))
     if verdict.complete:
         if len(_PROBES) >= _PROBES_KEPT:
             _PROBES.pop(next(iter(_PROBES)))
@@ -143,7 +143,7 @@ async def asandbox_runs(task: dict, candidate: str, pool: SandboxPool, cfg: Eval
     """Every sandbox run of one candidate (tests, differential check, rename check), without
     the code signals: for tools that need only what the sandbox says. ``seed``: the rollout's."""
     cfg = cfg or EvaluatorConfig()
-    plan = await asyncio.get_running_loop().run_in_executor(SIGNAL_THREAD, _plan, task, candidate, cfg, seed)
+    plan = await asyncio.get_running_loop().run_in_executor(AST_THREAD, _plan, task, candidate, cfg, seed)
     return await _run(task, candidate, plan, pool, cfg)
 
 
@@ -175,19 +175,12 @@ async def _run(task: dict, candidate: str, plan: _Plan, pool: SandboxPool, cfg: 
                        rest[0] if rest else None, skip_reason, max(attempts, differential_attempts))
 
 
-# The signals (libcst, black, flake8, hypothesis draws) take up to a second of CPU per
-# rollout. Run on the event loop they stall it, and with it the worker's commits, heartbeats
-# and timers; one thread keeps the loop turning and never runs two of them at once (the
-# signal libraries keep module-level state and are not documented as thread-safe).
-SIGNAL_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="signals")
-
-
 async def run_requests(pool: SandboxPool, requests: list[EvalRequest], retries: int) -> tuple[list[EvalResult], int]:
     """Every request's result, the runs the host failed tried again up to `retries` times
     (the same request, seed included); and how many rounds it took (1 = no retry). The pool
-    parses on the signal thread, the one thread of this module that builds ASTs."""
+    parses on the AST thread (ast_thread.py)."""
     def run(request: EvalRequest):
-        return pool.aevaluate(request, parse_in=SIGNAL_THREAD)
+        return pool.aevaluate(request, parse_in=AST_THREAD)
 
     results = list(await asyncio.gather(*(run(r) for r in requests)))
     attempts = 1
@@ -206,17 +199,23 @@ async def aevaluate_rollout(task: dict, rollout: dict, pool: SandboxPool, cfg: E
     """Evaluate one rollout without blocking the event loop. Never raises for bad candidates:
     an evaluator failure becomes error kind `sandbox` in the record."""
     cfg = cfg or EvaluatorConfig()
-    candidate = (candidate_code(rollout["completion_text"], task["buggy_code"]) if cfg.carry_task_imports
-                 else extract_code(rollout["completion_text"]))
     loop = asyncio.get_running_loop()
-    plan = await loop.run_in_executor(SIGNAL_THREAD, _plan, task, candidate, cfg, rollout.get("sampling_seed", 0))
+    candidate = await loop.run_in_executor(AST_THREAD, _candidate, task, rollout, cfg)
+    plan = await loop.run_in_executor(AST_THREAD, _plan, task, candidate, cfg, rollout.get("sampling_seed", 0))
     try:
         runs, error = await _run(task, candidate, plan, pool, cfg), ""
     except Exception as exc:  # the evaluator itself broke: say so in the stream, do not stall it
         log.exception("evaluation of %s failed", rollout.get("rollout_id"))
         runs, error = None, f"{type(exc).__name__}: {exc}"
-    return await loop.run_in_executor(SIGNAL_THREAD, partial(build_feedback, evaluator_error=error),
+    return await loop.run_in_executor(AST_THREAD, partial(build_feedback, evaluator_error=error),
                                       task, rollout, candidate, runs, cfg)
+
+
+def _candidate(task: dict, rollout: dict, cfg: EvaluatorConfig) -> str:
+    """The code to test, cut from the completion (parses it: the AST thread's work)."""
+    if cfg.carry_task_imports:
+        return candidate_code(rollout["completion_text"], task["buggy_code"])
+    return extract_code(rollout["completion_text"])
 
 
 def evaluate_rollout(task: dict, rollout: dict, pool: SandboxPool, cfg: EvaluatorConfig | None = None) -> dict:

@@ -30,11 +30,17 @@ def latest_verdict(held: Mapping[str, Any] | None, review: Mapping[str, Any]) ->
     return {"verdict": review["verdict"], "hack_class": review["hack_class"], "created_at_ms": review["created_at_ms"]}
 
 
-def with_reviewed_flag(feedback: dict[str, Any], completion_text: str,
+def completion_fingerprint(completion_text: str) -> str:
+    """The fingerprint of the code in a completion ("" when it does not parse). Parses: the
+    feedback agent calls it on its AST thread."""
+    return code_fingerprint(extract_code(completion_text))
+
+
+def with_reviewed_flag(feedback: dict[str, Any], fingerprint: str,
                        verdict_of: Callable[[str], Mapping[str, Any] | None]) -> dict[str, Any]:
-    """``feedback`` with ``reviewed_hack`` among its hack flags when the completion's code was
-    last judged a hack; ``verdict_of(fingerprint)`` looks the latest verdict up (None: never reviewed)."""
-    fingerprint = code_fingerprint(extract_code(completion_text))
+    """``feedback`` with ``reviewed_hack`` among its hack flags when the code of that
+    ``fingerprint`` (``completion_fingerprint``) was last judged a hack; ``verdict_of(fingerprint)``
+    looks the latest verdict up (None: never reviewed)."""
     verdict = verdict_of(fingerprint) if fingerprint else None
     if verdict is not None and verdict["verdict"] == "hack" and REVIEWED_HACK_FLAG not in feedback["hack_flags"]:
         feedback["hack_flags"] = [*feedback["hack_flags"], REVIEWED_HACK_FLAG]

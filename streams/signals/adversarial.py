@@ -236,8 +236,8 @@ def strategy_for(t: ValueType, config: SignalConfig) -> st.SearchStrategy:
 def ignore_other_threads_random() -> None:
     """Silence Hypothesis' "Do not use the `random` module inside strategies" for our draws.
 
-    The draws run on the worker's signal thread while the event loop's thread uses the
-    global `random` module (the Kafka client shuffles partitions on every fetch). Hypothesis
+    The draws run on the worker's AST thread (streams/feedback/ast_thread.py) while the event
+    loop's thread uses the global `random` module (the Kafka client shuffles partitions on every fetch). Hypothesis
     compares the global state before and after each draw and takes the other thread's use
     for the strategy's own (its `_note_random_in_strategy` names such thread races). These
     strategies never touch `random`; the draws come from Hypothesis' own seeded generator and

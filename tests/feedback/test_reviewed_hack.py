@@ -10,7 +10,7 @@ from schemas.code_fingerprint import code_fingerprint
 from schemas.codec import CODEC
 from streams.agents.feedback import feedback_value
 from streams.feedback import aevaluate_rollout
-from streams.feedback.reviewed import REVIEWED_HACK_FLAG, latest_verdict, with_reviewed_flag
+from streams.feedback.reviewed import REVIEWED_HACK_FLAG, completion_fingerprint, latest_verdict, with_reviewed_flag
 from streams.reshaping.config import load_preset
 from streams.reshaping.rewards import COMPONENTS, enhanced_reward, r_hack, weights_at
 from streams.sandbox import SandboxConfig, SandboxPool
@@ -49,13 +49,14 @@ def test_the_latest_verdict_on_a_code_is_kept_whatever_order_they_arrive_in():
 @pytest.mark.parametrize("code, flagged", [(LATER, True), (CHANGED, False)])
 def test_a_renamed_reformatted_copy_of_a_reviewed_hack_is_flagged(code, flagged):
     table = table_of(review("hack", 1_000))
-    fb = with_reviewed_flag({"hack_flags": ["except_pass"]}, f"```python\n{code}```", table.get)
+    fb = with_reviewed_flag({"hack_flags": ["except_pass"]}, completion_fingerprint(f"```python\n{code}```"),
+                            table.get)
     assert (REVIEWED_HACK_FLAG in fb["hack_flags"]) is flagged and "except_pass" in fb["hack_flags"]
 
 
 def test_a_hack_verdict_withdrawn_by_a_later_fine_flags_nothing():
     table = table_of(review("hack", 1_000), review("fine", 2_000))
-    assert with_reviewed_flag({"hack_flags": []}, LATER, table.get)["hack_flags"] == []
+    assert with_reviewed_flag({"hack_flags": []}, completion_fingerprint(LATER), table.get)["hack_flags"] == []
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Adversarial draws on the worker's signal thread while another thread uses `random`."""
+"""Adversarial draws on the worker's AST thread while another thread uses `random`."""
 
 import random
 import threading
