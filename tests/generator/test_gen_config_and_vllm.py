@@ -1,4 +1,4 @@
-"""GeneratorConfig, and the vLLM backend's translation layer (vLLM itself needs a GPU host)."""
+"""GeneratorConfig, and the vLLM backend's translation layer (the engine itself: test_gen_vllm_engine.py)."""
 
 from __future__ import annotations
 
@@ -48,12 +48,13 @@ def test_policy_kind_reads_the_directory(tmp_path):
 
 def test_vllm_sampling_kwargs_translate_our_params():
     params = SamplingParams(n=8, temperature=0.7, top_p=0.95, top_k=0, max_new_tokens=128, seed=100)
-    kwargs = vllm_sampling_kwargs(params, prompt_index=3)
+    kwargs = vllm_sampling_kwargs(params, prompt_index=3, stop_ids=[2])
     assert kwargs["n"] == 8 and kwargs["max_tokens"] == 128
     assert kwargs["top_k"] == -1  # vLLM's "disabled"
     assert kwargs["seed"] == 103  # per-request seeds keep a batch reproducible
-    assert kwargs["logprobs"] == 0
-    assert vllm_sampling_kwargs(params.model_copy(update={"seed": None, "top_k": 20}), 0)["seed"] is None
+    assert kwargs["logprobs"] == 0 and kwargs["stop_token_ids"] == [2]
+    assert vllm_sampling_kwargs(params.model_copy(update={"seed": None, "top_k": 20}), 0, [2])["seed"] is None
+    assert vllm_sampling_kwargs(params.model_copy(update={"temperature": 0.0}), 0, [2])["n"] == 1  # greedy: once
 
 
 def test_vllm_outputs_become_samples():
@@ -65,10 +66,14 @@ def test_vllm_outputs_become_samples():
         finish_reason="stop",
     )
     truncated = SimpleNamespace(token_ids=[4], logprobs=[{4: logprob(-1.0)}], text="z", finish_reason="length")
-    samples = samples_from_output(SimpleNamespace(outputs=[completion, truncated]))
+    samples = samples_from_output(SimpleNamespace(outputs=[completion, truncated]), 2, stop_ids=[2])
     assert samples[0].token_ids == [5, 9, 2] and samples[0].logprobs == [-0.1, -0.5, -0.2]
     assert samples[0].finish_reason == "stop" and samples[0].text == "x y"
     assert samples[1].finish_reason == "length" and samples[1].logprobs == [-1.0]
+    greedy = samples_from_output(SimpleNamespace(outputs=[completion]), 3, stop_ids=[2])
+    assert len(greedy) == 3 and greedy[0] == greedy[2]  # decoded once, copied K times
+    unstopped = samples_from_output(SimpleNamespace(outputs=[completion]), 1, stop_ids=[7])
+    assert unstopped[0].finish_reason == "length"  # "stop" only on one of the model's end tokens
 
 
 @pytest.mark.skipif(HAVE_VLLM, reason="vLLM is installed here")
@@ -77,25 +82,3 @@ def test_vllm_backend_without_vllm_is_a_typed_error(tmp_path):
         VLLMBackend(tmp_path)
     with pytest.raises(BackendUnavailableError):
         make_backend(GeneratorConfig(backend="vllm", model_dir=tmp_path))
-
-
-@pytest.mark.skipif(
-    not HAVE_VLLM, reason="vLLM is not installed (GPU extra reshaper[vllm]); its engine needs a CUDA host"
-)
-def test_vllm_backend_samples_and_swaps_adapters(smollm2_dir, tmp_path):
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    from schemas.prompt import render_prompt
-
-    backend = VLLMBackend(smollm2_dir, max_lora_rank=8, gpu_memory_utilization=0.3, dtype="float32")
-    prompt = render_prompt(backend.engine.get_tokenizer(), "def add(a, b):\n    return a - b\n")
-    params = SamplingParams(n=2, temperature=0.8, max_new_tokens=16, seed=1)
-    assert backend.generate([prompt], params) == backend.generate([prompt], params)
-    torch.manual_seed(0)
-    lora = LoraConfig(r=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
-    get_peft_model(AutoModelForCausalLM.from_pretrained(smollm2_dir), lora).save_pretrained(tmp_path / "v2")
-    backend.load_policy(2, str(tmp_path / "v2"))
-    groups = backend.generate([prompt], params)
-    assert backend.policy_version == 2 and len(groups[0]) == 2

