@@ -365,10 +365,13 @@ class Orchestrator:
         logs = self.dir / "logs"
         # the workers share one app id, so one consumer group splits the partitions between them;
         # each has its own data dir (a table store is one process's): faust/ alone, faust/worker-<i> of several
-        workers = [Component(name, ["worker", "--config", str(files["reshaping"]), "--settings", str(files["streams"]),
-                                    "--app-id", app_id,
-                                    "--data-dir", str(self.dir / "faust" / (name if c.workers > 1 else ""))],
-                             logs / f"{name}.log") for name in instance_names("worker", c.workers)]
+        workers = []
+        for name in instance_names("worker", c.workers):
+            data_dir = self.dir / "faust" / (name if c.workers > 1 else "")
+            data_dir.parent.mkdir(parents=True, exist_ok=True)  # Faust makes only the last folder
+            workers.append(Component(name, ["worker", "--config", str(files["reshaping"]), "--settings",
+                                            str(files["streams"]), "--app-id", app_id, "--data-dir", str(data_dir)],
+                                     logs / f"{name}.log"))
         # the sink holds a chDB store for the whole run: it answers `reshaper dashboard` meanwhile
         sink = Component("sink", ["sink", "--store", store, "--group-id", sink_group,
                                   "--topic-prefix", c.topics.prefix, "--serve-queries"], logs / "sink.log")
