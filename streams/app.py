@@ -92,7 +92,7 @@ def create_app(app_id: str, cfg: ReshapingConfig, bootstrap: str, data_dir: str 
         broker_session_timeout=settings.session_timeout_s,
         broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
         consumer_auto_offset_reset="earliest",
-        table_standby_replicas=0,
+        table_standby_replicas=settings.standby_replicas,
         web_enabled=False,
     )
     if "feedback" in settings.agents:

@@ -45,6 +45,10 @@ class StreamSettings(BaseModel):
     batch_max_events: int = Field(500, ge=1, description="events the reshape agent takes per batch "
                                   "(one state write per partition and batch).")
     batch_within_s: float = Field(0.05, gt=0, description="how long a batch waits to fill before it is processed.")
+    standby_replicas: int = Field(
+        0, ge=0, description="standby copies of every table kept by other workers of the app (Faust's "
+        "table_standby_replicas): with several workers, a partition that moves to another worker is restored "
+        "from the standby it already holds instead of from the whole changelog. 0: one worker, nobody to hold one.")
     session_timeout_s: float = Field(10.0, gt=0, description="consumer session timeout: how soon the group "
                                      "gives a dead worker's partitions to another (or its own restart).")
     tick_interval_s: float = Field(1.0, gt=0, description="period of the group-timeout timer.")

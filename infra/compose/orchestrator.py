@@ -33,6 +33,7 @@ from infra.platform.settings import ClusterSettings, home_dir, replication_for
 from infra.platform.topics import Topics, ensure_topics
 from infra.platform.vllm_env import VllmEnvironmentMissing, generator_python
 from infra.compose.run_history import generator_id
+from producers.generator.share import GroupShare, generator_seed
 
 
 def _stable_port(name: str) -> int:
@@ -50,6 +51,13 @@ def _free_ports(port: int, count: int) -> int:
 
 
 MAX_RESTARTS = 3
+
+
+def instance_names(role: str, count: int) -> list[str]:
+    """Component names of `count` processes of one role: the role itself when there is one (a
+    run of one worker and one generator keeps its names, logs and config files), else
+    `<role>-<i>` numbered from 0 like the generator ids."""
+    return [role] if count == 1 else [f"{role}-{i}" for i in range(count)]
 
 
 def resolve_model_dir(model: str) -> Path:
@@ -135,8 +143,9 @@ class Progress:
     policy_version: int = 0
     reward_raw: float = float("nan")
     reward_reshaped: float = float("nan")
-    groups: int = 0
+    groups: int = 0  # of every generator
     lag: float = 0.0
+    groups_by_generator: dict[str, int] = field(default_factory=dict)
     history: list[dict] = field(default_factory=list)
 
     def line(self) -> str:
@@ -171,7 +180,9 @@ class MetricsTail:
                 p.lag = v.get("lag_mean", p.lag)
                 p.history.append({"step": m["step"], **v})
             elif m["source"] == "generator":
-                p.groups = int(v.get("groups", p.groups))
+                gid = m.get("labels", {}).get("generator_id", "")
+                p.groups_by_generator[gid] = int(v.get("groups", p.groups_by_generator.get(gid, 0)))
+                p.groups = sum(p.groups_by_generator.values())
             elif m["source"] == "reshape" and m["config_id"] in ("", self.config_id):
                 p.reward_raw = v.get("reward_raw_mean", p.reward_raw)
                 p.reward_reshaped = v.get("reward_reshaped_mean", p.reward_reshaped)
@@ -192,7 +203,11 @@ class Orchestrator:
         if resume and not (self.dir / "run.yaml").exists():
             raise RunError(f"nothing to resume at {self.dir}")
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.components: list[Component] = []
+        self.components: list[Component] = []  # every process of the run, supervised alike
+        self.workers: list[Component] = []
+        self.generators: list[Component] = []
+        self.sink: Component | None = None
+        self.learner: Component | None = None
         self.restarts: dict[str, int] = {}
         self.own_broker: KafkaCluster | None = None
 
@@ -262,21 +277,25 @@ class Orchestrator:
         from streams.settings import StreamSettings
 
         c, d = self.cfg, self.dir
-        files = {"run": d / "run.yaml", "reshaping": d / "reshaping.yaml", "generator": d / "generator.yaml",
-                 "learner": d / "learner.yaml", "evaluator": d / "evaluator.yaml", "streams": d / "streams.json"}
+        files = {"run": d / "run.yaml", "reshaping": d / "reshaping.yaml", "learner": d / "learner.yaml",
+                 "evaluator": d / "evaluator.yaml", "streams": d / "streams.json"}
         files["run"].write_text(yaml.safe_dump(c.recorded(), sort_keys=False))
         files["reshaping"].write_text(yaml.safe_dump(json.loads(reshaping.canonical_json()), sort_keys=False))
         shared = {"temperature": c.temperature, "seed": c.seed, "max_policy_lag": c.max_policy_lag}
-        generator = GeneratorConfig.model_validate({
-            **c.generator.model_dump(), **shared, "model_dir": model_dir, "group_size": c.group_size,
-            "max_new_tokens": c.max_new_tokens, "threads": c.generator_threads})
         # a frontier rate counts after one group unless the run says otherwise
         frontier = c.frontier if "min_samples" in c.frontier.model_fields_set else \
             c.frontier.model_copy(update={"min_samples": min(c.group_size, 4)})
-        gen = GenerateRunConfig(generator=generator, curriculum=c.curriculum, frontier=frontier,
-                                config_id=reshaping.config_id, groups_per_step=c.groups_per_step,
-                                max_groups=c.max_generated_groups, generator_id=generator_id(c.name), topics=c.topics)
-        files["generator"].write_text(yaml.safe_dump(gen.model_dump(mode="json"), sort_keys=False))
+        # every generator gets the run's budgets and its share of them (producers/generator/share.py)
+        for index, name in enumerate(instance_names("generator", c.generators)):
+            generator = GeneratorConfig.model_validate({
+                **c.generator.model_dump(), **shared, "seed": generator_seed(c.seed, index), "model_dir": model_dir,
+                "group_size": c.group_size, "max_new_tokens": c.max_new_tokens, "threads": c.generator_threads})
+            gen = GenerateRunConfig(generator=generator, curriculum=c.curriculum, frontier=frontier,
+                                    config_id=reshaping.config_id, groups_per_step=c.groups_per_step,
+                                    max_groups=c.max_generated_groups, generator_id=generator_id(c.name, index),
+                                    share=GroupShare(index=index, of=c.generators), topics=c.topics)
+            files[name] = d / f"{name}.yaml"
+            files[name].write_text(yaml.safe_dump(gen.model_dump(mode="json"), sort_keys=False))
         # a budget of generated groups fixes the schedule's length: the steps it can give at most
         schedule_steps = c.steps if c.max_generated_groups is not None else max(c.steps, 10)
         learner = LearnerConfig.model_validate({
@@ -289,7 +308,9 @@ class Orchestrator:
                                topics=c.topics)
         files["learner"].write_text(yaml.safe_dump(learn.model_dump(mode="json"), sort_keys=False))
         files["evaluator"].write_text(yaml.safe_dump(c.evaluator.model_dump(mode="json"), sort_keys=False))
+        # with several workers each table has a standby on another, restored from it when a worker dies
         files["streams"].write_text(StreamSettings(sandbox_workers=c.sandbox_workers, topics=c.topics,
+                                                   standby_replicas=1 if c.workers > 1 else 0,
                                                    evaluator_config=c.evaluator).model_dump_json(indent=2))
         if c.heldout.enabled:
             from producers.evaluation.periodic import HeldoutRunConfig
@@ -350,16 +371,24 @@ class Orchestrator:
         app_id = f"reshaper-{c.name}"
         sink_group = f"sink-{c.name}"
         logs = self.dir / "logs"
-        worker = Component("worker", ["worker", "--config", str(files["reshaping"]), "--settings", str(files["streams"]),
-                                      "--app-id", app_id,
-                                      "--data-dir", str(self.dir / "faust")], logs / "worker.log")
+        # the workers share one app id, so one consumer group splits the partitions between them;
+        # each has its own data dir (a table store is one process's): faust/ alone, faust/worker-<i> of several
+        workers = []
+        for name in instance_names("worker", c.workers):
+            data_dir = self.dir / "faust" / (name if c.workers > 1 else "")
+            data_dir.parent.mkdir(parents=True, exist_ok=True)  # Faust makes only the last folder
+            workers.append(Component(name, ["worker", "--config", str(files["reshaping"]), "--settings",
+                                            str(files["streams"]), "--app-id", app_id, "--data-dir", str(data_dir)],
+                                     logs / f"{name}.log"))
         # the sink holds a chDB store for the whole run: it answers `reshaper dashboard` meanwhile
         sink = Component("sink", ["sink", "--store", store, "--group-id", sink_group,
                                   "--topic-prefix", c.topics.prefix, "--serve-queries"], logs / "sink.log")
         learner = Component("learner", ["learn", "--config", str(files["learner"])], logs / "learner.log")
-        generator = Component("generator", ["generate", "--config", str(files["generator"]), "--no-progress"],
-                              logs / "generator.log", python=self.generator_python())
-        self.components = [worker, sink, learner, generator]
+        python = self.generator_python()
+        generators = [Component(name, ["generate", "--config", str(files[name]), "--no-progress"], logs / f"{name}.log",
+                                python=python) for name in instance_names("generator", c.generators)]
+        self.workers, self.sink, self.learner, self.generators = workers, sink, learner, generators
+        self.components = [*workers, sink, learner, *generators]
         if c.tensorboard:
             self.components.append(Component("tensorboard", [
                 "tensorboard", "--logdir", str(self.dir / "tensorboard"), "--group-id", f"tensorboard-{c.name}",
@@ -414,24 +443,25 @@ class Orchestrator:
         return summary
 
     def shutdown(self, bootstrap: str, app_id: str, sink_group: str, say) -> None:
-        worker, sink, learner, generator = self.components[:4]
-        extra = {comp.name: comp for comp in self.components[4:]}
-        for comp in (generator, learner):
+        core = {id(comp) for comp in (*self.workers, self.sink, self.learner, *self.generators)}
+        extra = {comp.name: comp for comp in self.components if id(comp) not in core}
+        for comp in (*self.generators, self.learner):
             comp.stop()
         if "heldout" in extra:  # the held-out evaluator: the versions still due, then stop
             self._wait_heldout(extra["heldout"], say)
             extra["heldout"].stop()
-        # the worker finishes what the generator produced; then the sink stores everything
+        # the workers finish what the generators produced; then the sink stores everything
         names = self.cfg.topics
-        self._drain(bootstrap, app_id, [names.rollouts, names.feedback], worker, say, timeout_s=600)
-        worker.stop()
+        self._drain(bootstrap, app_id, [names.rollouts, names.feedback], self.workers, say, timeout_s=600)
+        for worker in self.workers:
+            worker.stop()
         stored = re.compile("|".join(names.subscription))
         topics = [t for t in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
                   if stored.fullmatch(t)]
-        self._drain(bootstrap, sink_group, topics, sink, say, timeout_s=600)
-        sink.stop()
-        if "tensorboard" in extra:  # every metric written, the last ones the worker's
-            self._drain(bootstrap, f"tensorboard-{self.cfg.name}", [names.metrics], extra["tensorboard"], say,
+        self._drain(bootstrap, sink_group, topics, [self.sink], say, timeout_s=600)
+        self.sink.stop()
+        if "tensorboard" in extra:  # every metric written, the last ones the workers'
+            self._drain(bootstrap, f"tensorboard-{self.cfg.name}", [names.metrics], [extra["tensorboard"]], say,
                         timeout_s=120)
             extra["tensorboard"].stop()
 
@@ -450,13 +480,15 @@ class Orchestrator:
             time.sleep(5)
 
     @staticmethod
-    def _drain(bootstrap, group, topics, comp: Component, say, timeout_s: float) -> None:
+    def _drain(bootstrap, group, topics, comps: list[Component], say, timeout_s: float) -> None:
+        """Until consumer `group` (of `comps`, one or several processes) has committed everything
+        on `topics`, while any of them still runs."""
         deadline = time.monotonic() + timeout_s
-        while comp.alive() and time.monotonic() < deadline:
+        while any(comp.alive() for comp in comps) and time.monotonic() < deadline:
             lag = group_lag(bootstrap, group, topics)
             if lag == 0:
                 return
-            say(f"waiting for {comp.name} to catch up ({lag} records)")
+            say(f"waiting for {', '.join(comp.name for comp in comps)} to catch up ({lag} records)")
             time.sleep(2)
 
     # --- report -----------------------------------------------------------------------

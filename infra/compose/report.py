@@ -34,7 +34,8 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
     from consumers.store import open_store
 
     report_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("run.yaml", "reshaping.yaml", "generator.yaml", "learner.yaml", "evaluator.yaml", "streams.json"):
+    generators = sorted(p.name for p in run_dir.glob("generator*.yaml"))  # generator.yaml, or one per generator
+    for name in ("run.yaml", "reshaping.yaml", *generators, "learner.yaml", "evaluator.yaml", "streams.json"):
         if (run_dir / name).exists():
             shutil.copy(run_dir / name, report_dir / name)
     with open_store(store_url) as store:
@@ -52,6 +53,8 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
         made = store.query(
             "SELECT count(), uniqExact(group_id), toUnixTimestamp64Milli(min(event_time)), "
             "toUnixTimestamp64Milli(max(event_time)), sum(length(completion_token_ids)) FROM rollouts FINAL").rows[0]
+        by_generator = store.query("SELECT generator_id, count() FROM rollouts FINAL GROUP BY generator_id "
+                                   "ORDER BY generator_id").rows
         drift = _drift_reports(store, config_id, report_dir)
     rows = {}
     for step, values in learner:  # a step redone after a crash: the last report wins
@@ -73,7 +76,8 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
         "rollouts": {"generated": int(made[0]), "groups_generated": int(made[1]),
                      "trained": int(sum(v.get("num_samples", 0) for v in last_step.values())),
                      "groups_dropped_uniform": int(max((v.get("groups_dropped_uniform", 0)
-                                                        for v in last_step.values()), default=0))},
+                                                        for v in last_step.values()), default=0)),
+                     "by_generator": {gid: int(n) for gid, n in by_generator}},
         "by_policy_version": [{"policy_version": v, "rollouts": n, "pass_rate": round(raw, 4),
                                "reward_enhanced": round(enh, 4), "advantage_mean": round(adv, 4)}
                               for v, n, raw, enh, adv in by_version],

@@ -10,7 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from infra.platform.settings import REPO_ROOT
-from infra.platform.topics import Topics
+from infra.platform.topics import DEFAULT_PARTITIONS, Topics
 from learner.config import LearnerConfig
 from producers.generator.config import GeneratorConfig
 from producers.generator.scheduler import CurriculumConfig
@@ -106,6 +106,16 @@ class RunConfig(BaseModel):
     store: str | None = Field(None, description="ClickHouse server URL; default: chDB in the run folder")
     topics: Topics = Field(default_factory=Topics, description="the topic namespace every component of the run "
                            "uses; a prefix keeps runs on one shared broker apart")
+    # scaling out: how many of each scalable component (one learner, as designed)
+    workers: int = Field(
+        1, ge=1, description="Faust worker processes of the run: one app id (one consumer group), each worker its own "
+        "data dir, the partitions of rollouts and feedback shared between them. With more than one, every table keeps "
+        f"a standby replica on another worker. At most the topics' partition count ({DEFAULT_PARTITIONS}): a worker "
+        "beyond it would hold no partition")
+    generators: int = Field(
+        1, ge=1, description="generator processes of the run: generator i publishes as `<name>-gen-<i>` with its own "
+        "seed (the run's for i = 0) and takes every i-th group of the run's budget (pacing bound, "
+        "generator.max_inflight_groups, max_generated_groups), so N generators together generate what one would")
     # CPU budget: processes and threads per component (0: the library's default, all cores).
     # One thread each by measurement on 2 cores: 17.9 rollouts/min against 13.4 with both
     # engines on all cores (6 steps, ctranslate2 int8), which oversubscribes the CPUs the
@@ -153,6 +163,21 @@ class RunConfig(BaseModel):
             raise ValueError(f"steps {self.steps} disagrees with max_generated_groups {self.max_generated_groups} "
                              f"/ groups_per_step {self.groups_per_step} = {derived} steps: give one")
         self.steps = derived
+        return self
+
+    @model_validator(mode="after")
+    def _scaling_fits(self) -> RunConfig:
+        if self.workers > DEFAULT_PARTITIONS:
+            raise ValueError(f"workers {self.workers} exceeds the {DEFAULT_PARTITIONS} partitions of the rollouts and "
+                             f"feedback topics: a worker beyond {DEFAULT_PARTITIONS} would hold no partition and "
+                             "process nothing; give at most that many")
+        # each generator needs at least one group of every budget, or it could never start one
+        budgets = {"generator.max_inflight_groups": self.generator.max_inflight_groups,
+                   "max_generated_groups": self.max_generated_groups}
+        short = [f"{name} {value}" for name, value in budgets.items() if value is not None and value < self.generators]
+        if short:
+            raise ValueError(f"{', '.join(short)} below generators {self.generators}: each generator takes an equal "
+                             "share of these budgets, and a generator with none of it would never generate")
         return self
 
     @property

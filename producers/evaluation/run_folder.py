@@ -16,4 +16,8 @@ def final_policy(run_dir: Path) -> tuple[Path | None, int]:
 
 
 def base_model_dir(run_dir: Path) -> Path:
-    return Path(yaml.safe_load((run_dir / "generator.yaml").read_text())["generator"]["model_dir"])
+    """The model every generator of the run started from (generator.yaml, or generator-0.yaml of several)."""
+    config = run_dir / "generator.yaml"
+    if not config.exists():
+        config = run_dir / "generator-0.yaml"
+    return Path(yaml.safe_load(config.read_text())["generator"]["model_dir"])

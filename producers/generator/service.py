@@ -35,6 +35,7 @@ from producers.generator.backends.base import GenerationBackend, Sample, Samplin
 from producers.generator.config import GeneratorConfig
 from producers.generator.frontier import (FrontierConfig, TaskRates, band_sizes_by_pattern, frontier_band,
                                           pick_frontier, unmeasured)
+from producers.generator.share import GroupShare
 from schemas.prompt import PROMPT_TEMPLATE_VERSION, render_task_prompt
 from producers.generator.scheduler import Curriculum, CurriculumConfig, FollowedFeed, TaskFeed, TopicFollower
 
@@ -56,15 +57,20 @@ class GenerateRunConfig(BaseModel):
     groups_per_step: int = Field(
         8,
         ge=1,
-        description="G: groups the learner turns into one policy version (this generator's share of it "
-        "when several generators feed one learner).",
+        description="G: groups the learner turns into one policy version (the whole run's: with several "
+        "generators, `share` says which part of the pacing bound is this one's).",
     )
     groups_per_batch: int = Field(
         2,
         ge=1,
         description="Groups sampled per backend call; policy swaps happen between batches, so smaller is fresher.",
     )
-    max_groups: int | None = Field(None, ge=1, description="Stop after this many groups; None runs until stopped.")
+    max_groups: int | None = Field(None, ge=1, description="Stop after this many groups of the run (this "
+                                   "generator makes its `share` of them); None runs until stopped.")
+    share: GroupShare = Field(
+        default_factory=GroupShare, description="Which part of the run's group budget is this generator's when "
+        "several feed one learner: its part of the pacing bound, of `generator.max_inflight_groups` and of "
+        "`max_groups` (producers/generator/share.py). Default: one generator, the whole budget.")
     generator_id: str = Field("", description="Name carried by every rollout; empty means <hostname>-<pid>.")
     topics: Topics = Field(default_factory=Topics, description="The topic namespace: tasks are read from "
                            "the start, rollouts published, policy versions and scored groups followed.")
@@ -104,6 +110,7 @@ def admission(
     groups_per_batch: int,
     max_groups: int | None = None,
     dropped_groups: int = 0,
+    share: GroupShare = GroupShare(),
 ) -> Admission:
     """How many new groups may be started.
 
@@ -114,8 +121,9 @@ def admission(
     stale to train on, so the generator waits for a newer version instead.
 
     `produced` counts the groups of this generator id, so several generators feeding one
-    learner each take a share of G (`groups_per_step`); a restarted generator goes on from
-    the count it last reported on `metrics`.
+    learner each take their `share` of every limit below (the pacing bound, the in-flight cap
+    and `max_groups`, all counted for the run): together they admit what one generator
+    would. A restarted generator goes on from the count it last reported on `metrics`.
 
     Dropped groups: a group the learner does not train on -- no comparison signal under
     dynamic sampling, or every record excluded by the reshaping (environment failures, too
@@ -125,12 +133,12 @@ def admission(
 
     Back-pressure: at most `max_inflight_groups` groups generated but not yet scored.
     """
-    pacing_bound = groups_per_step * (latest_version + max_policy_lag + 1) + dropped_groups
+    pacing_bound = share.part(groups_per_step * (latest_version + max_policy_lag + 1) + dropped_groups)
     room: dict[WaitReason, int] = {}
     if max_groups is not None:  # first: when the run is done, that is the reason, not a wait
-        room["max_groups"] = max_groups - produced
+        room["max_groups"] = share.part(max_groups) - produced
     room["pacing"] = pacing_bound - produced
-    room["backpressure"] = max_inflight_groups - inflight
+    room["backpressure"] = share.part(max_inflight_groups) - inflight
     binding = min(room, key=room.get)  # the tightest limit; ties go to the earlier entry
     groups = max(0, min(groups_per_batch, room[binding]))
     return Admission(groups, binding if groups == 0 else "", pacing_bound)
@@ -308,6 +316,7 @@ class GeneratorService:
             groups_per_batch=self.cfg.groups_per_batch,
             max_groups=self.cfg.max_groups,
             dropped_groups=self.learner.dropped_groups,
+            share=self.cfg.share,
         )
         if decision.groups and not self.tasks.tasks_by_id:
             return Admission(0, "no_tasks", decision.pacing_bound)

@@ -98,3 +98,48 @@ def test_a_budget_of_generated_groups_sets_the_generator_cap_the_learner_budget_
     learn, gen = load_learn_config(files["learner"]), GenerateRunConfig.from_yaml(files["generator"])
     assert (gen.max_groups, learn.max_groups, learn.steps, learn.learner.max_steps) == (250, 250, 63, 63)
     assert RunConfig(name="n", seed=4).effective_corpus_seed == 4
+
+
+def test_several_generators_get_their_ids_seeds_and_shares_of_one_budget(tmp_path):
+    from infra.compose.orchestrator import Orchestrator
+    from producers.generator.service import GenerateRunConfig
+    from producers.generator.share import generator_seed
+    from streams.reshaping.config import load_preset
+    from streams.settings import StreamSettings
+
+    cfg = RunConfig(name="m", runs_dir=tmp_path, seed=3, generators=3, workers=2, groups_per_step=2,
+                    max_generated_groups=10, generator={"max_inflight_groups": 8})
+    files = Orchestrator(cfg).write_configs(tmp_path / "model", load_preset("raw"))
+    assert "generator" not in files
+    gens = [GenerateRunConfig.from_yaml(files[f"generator-{i}"]) for i in range(3)]
+    assert [g.generator_id for g in gens] == ["m-gen-0", "m-gen-1", "m-gen-2"]
+    assert [g.generator.seed for g in gens] == [3, generator_seed(3, 1), generator_seed(3, 2)]
+    assert len({g.generator.seed for g in gens}) == 3
+    assert [(g.share.index, g.share.of) for g in gens] == [(0, 3), (1, 3), (2, 3)]
+    # every generator is told the run's budgets; their shares of them add up to those budgets
+    assert sum(g.share.part(g.max_groups) for g in gens) == 10
+    assert sum(g.share.part(g.generator.max_inflight_groups) for g in gens) == 8
+    assert StreamSettings.model_validate_json(files["streams"].read_text()).standby_replicas == 1
+
+
+def test_one_worker_and_one_generator_are_configured_as_before(tmp_path):
+    from infra.compose.orchestrator import Orchestrator
+    from producers.generator.service import GenerateRunConfig
+    from streams.reshaping.config import load_preset
+    from streams.settings import StreamSettings
+
+    cfg = RunConfig(name="s", runs_dir=tmp_path, seed=3)
+    files = Orchestrator(cfg).write_configs(tmp_path / "model", load_preset("raw"))
+    gen = GenerateRunConfig.from_yaml(files["generator"])
+    assert (files["generator"].name, gen.generator_id, gen.generator.seed) == ("generator.yaml", "s-gen-0", 3)
+    assert (gen.share.index, gen.share.of) == (0, 1)
+    assert StreamSettings.model_validate_json(files["streams"].read_text()).standby_replicas == 0
+
+
+def test_scaling_limits_are_refused_with_the_reason():
+    with pytest.raises(ValueError, match="exceeds the 4 partitions"):
+        RunConfig(workers=5)
+    with pytest.raises(ValueError, match="max_generated_groups 2 below generators 3"):
+        RunConfig(generators=3, max_generated_groups=2)
+    with pytest.raises(ValueError, match="max_inflight_groups 1 below generators 2"):
+        RunConfig(generators=2, generator={"max_inflight_groups": 1})

@@ -9,6 +9,7 @@ from infra.platform.topics import Topics
 from producers.generator.backends.base import Sample, SamplingParams
 from schemas.prompt import PROMPT_TEMPLATE_VERSION
 from producers.generator.service import GenerateRunConfig, admission, rollout_records
+from producers.generator.share import GroupShare, generator_seed
 from schemas.codec import CODEC, decode, encode
 
 LIMITS = dict(groups_per_step=4, max_policy_lag=1, max_inflight_groups=100, groups_per_batch=3)
@@ -97,3 +98,50 @@ def test_dropped_groups_raise_the_pacing_bound_one_for_one():
     assert at_bound.groups == 0
     replaced = admission(8, 0, 0, **LIMITS, dropped_groups=2)
     assert (replaced.groups, replaced.pacing_bound) == (2, 10)
+
+
+def run_admitted(shares: list[GroupShare], version: int, *, dropped: int = 0, max_groups: int | None = None,
+                 max_inflight_groups: int = 100) -> list[int]:
+    """Groups each generator makes at one policy version when it admits batch after batch
+    until told to wait (nothing scored meanwhile)."""
+    limits = {**LIMITS, "max_inflight_groups": max_inflight_groups}
+    made = []
+    for share in shares:
+        produced = 0
+        while (step := admission(produced, produced, version, **limits, max_groups=max_groups,
+                                 dropped_groups=dropped, share=share)).groups:
+            produced += step.groups
+        made.append(produced)
+    return made
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_n_generators_together_admit_what_one_would(n):
+    shares = [GroupShare(index=i, of=n) for i in range(n)]
+    one = [GroupShare()]
+    for version, dropped in ((0, 0), (2, 0), (2, 3), (7, 1)):
+        # pacing: G=4, lag 1 -> 4 * (version + 2) + dropped in all, dealt round-robin
+        parts = run_admitted(shares, version, dropped=dropped)
+        assert sum(parts) == sum(run_admitted(one, version, dropped=dropped)) == 4 * (version + 2) + dropped
+        assert max(parts) - min(parts) <= 1
+    # the run's budget of groups and its in-flight cap are shared the same way
+    assert sum(run_admitted(shares, 50, max_groups=11)) == 11
+    assert sum(run_admitted(shares, 50, max_inflight_groups=9)) == 9
+
+
+def test_a_share_grows_with_its_budget_and_the_parts_sum_to_it():
+    for of in range(1, 6):
+        for index in range(of):
+            share = GroupShare(index=index, of=of)
+            parts = [share.part(total) for total in range(40)]
+            assert parts == sorted(parts)  # a growing bound never takes a group back
+        assert all(sum(GroupShare(index=i, of=of).part(t) for i in range(of)) == t for t in range(40))
+    with pytest.raises(ValueError, match="not below"):
+        GroupShare(index=2, of=2)
+
+
+def test_generator_seeds_are_the_run_seed_for_the_first_and_distinct_for_the_others():
+    assert generator_seed(7, 0) == 7
+    seeds = [generator_seed(7, i) for i in range(8)]
+    assert len(set(seeds)) == 8 and all(0 <= s < 2**31 for s in seeds)
+    assert generator_seed(7, 1) == generator_seed(7, 1) != generator_seed(8, 1)
