@@ -2,14 +2,17 @@
 
 1. Generator alone: the same batches of corpus prompts (K samples each, as the run samples
    them) through the transformers backend (the baseline), the ctranslate2 backend in each
-   precision, and, if llama-cpp-python is installed, bare llama.cpp on the shipped GGUF (an
+   precision, the vLLM backend (in the interpreter that has vLLM: on a CPU the environment
+   of infra/vllm_cpu/setup.sh, skipped with a note when there is none), and, if
+   llama-cpp-python is installed, bare llama.cpp on the shipped GGUF (an
    engine candidate, measured for the choice; no backend wraps it). Tokens/s, rollouts/min,
    and the behaviour-vs-learner mismatch of each backend's logprobs (mean |delta logp| per
    token against the transformers forward pass, the learner's view).
 2. Hot-swap: the ctranslate2 backend loading one LoRA adapter (merge + convert).
-3. With --loop: `reshaper run` once per backend with the same config (own broker, chDB,
-   learner and sink running), its steady rollouts/min (start-up excluded), time to first
-   rollout, and the learner's mismatch figures (IS weights, truncated share).
+3. With --loop: `reshaper run` once per backend (transformers, ctranslate2, and vLLM where
+   it can run) with the same config (own broker, chDB, learner and sink running), its steady
+   rollouts/min (start-up excluded), time to first rollout, and the learner's mismatch
+   figures (IS weights, truncated share).
 
     python benchmarks/loop_throughput.py --prompts 8 --loop --steps 4
 """
@@ -93,6 +96,45 @@ def time_llama_cpp(code: list[str], params: SamplingParams, threads: int) -> dic
             "rollouts_per_min": round(len(texts) * params.n * 60 / seconds, 1)}
 
 
+def vllm_alone(args, model_dir: Path, prompts: list[list[int]], params: SamplingParams) -> tuple[dict, list] | None:
+    """The vLLM backend timed like the others, in the interpreter that has vLLM (this script
+    run again there with --vllm-alone); None when no such interpreter is installed."""
+    import subprocess
+
+    from infra.platform.vllm_env import VllmEnvironmentMissing, generator_python
+    from producers.generator.backends import Sample
+
+    try:
+        python = generator_python("vllm")
+    except VllmEnvironmentMissing as exc:
+        print(f"  vllm: not measured ({exc})", flush=True)
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        job = Path(tmp) / "job.json"
+        job.write_text(json.dumps({"model_dir": str(model_dir), "prompts": prompts, "params": params.model_dump(),
+                                   "per_call": args.groups_per_call, "threads": args.threads}))
+        subprocess.run([python, __file__, "--vllm-alone", str(job)], check=True)
+        done = json.loads(job.read_text())
+    started = done.pop("engine_start_s")
+    groups = [[Sample(**s) for s in group] for group in done.pop("groups")]
+    return dict(done, engine_start_s=round(started, 1)), groups
+
+
+def vllm_alone_here(job_path: str) -> None:
+    """The --vllm-alone side: start the engine, time it, write figures and samples back."""
+    from dataclasses import asdict
+
+    from producers.generator.backends.vllm_backend import VLLMBackend
+
+    job = json.loads(Path(job_path).read_text())
+    start = time.perf_counter()
+    backend = VLLMBackend(job["model_dir"], threads=job["threads"])
+    started = time.perf_counter() - start
+    figures, groups = time_backend(backend, job["prompts"], SamplingParams(**job["params"]), job["per_call"])
+    Path(job_path).write_text(json.dumps(dict(figures, engine_start_s=started,
+                                              groups=[[asdict(s) for s in g] for g in groups])))
+
+
 def swap_seconds(model_dir: Path, compute_type: str, threads: int) -> float:
     """One LoRA version (the learner's default shape) merged and converted by the ctranslate2 backend."""
     from peft import LoraConfig, get_peft_model
@@ -113,7 +155,7 @@ def swap_seconds(model_dir: Path, compute_type: str, threads: int) -> float:
 
 
 def generator_alone(args) -> dict:
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from producers.generator.backends.ct2 import CTranslate2Backend
     from producers.generator.backends.hf import TransformersBackend
@@ -137,6 +179,13 @@ def generator_alone(args) -> dict:
         results[name] = figures
         print(f"  {name:24s} {json.dumps(figures)}", flush=True)
         del backend
+    prompts = [render_prompt(AutoTokenizer.from_pretrained(model_dir), c) for c in code]
+    vllm = vllm_alone(args, model_dir, prompts, params)
+    if vllm is not None:
+        figures, groups = vllm
+        figures["mean_abs_dlogp"] = round(mean_abs_gap(learner_view, prompts, groups, 1.0), 4)
+        results["vllm-bf16"] = figures
+        print(f"  {'vllm-bf16':24s} {json.dumps(figures)}", flush=True)
     bare = time_llama_cpp(code, params, args.threads)
     if bare is not None:
         results["llama.cpp-Q4_1 (bare)"] = bare
@@ -183,7 +232,11 @@ def main() -> None:
     parser.add_argument("--loop", action="store_true", help="also run the whole loop once per backend")
     parser.add_argument("--loop-compute-type", default="float32", help="precision of the ctranslate2 loop run")
     parser.add_argument("--steps", type=int, default=4, help="learner steps of each loop run")
+    parser.add_argument("--vllm-alone", metavar="JOB", help=argparse.SUPPRESS)  # the vLLM side of step 1
     args = parser.parse_args()
+    if args.vllm_alone:
+        vllm_alone_here(args.vllm_alone)
+        return
 
     print("generator alone (same prompts, K samples each):", flush=True)
     alone = generator_alone(args)
@@ -205,6 +258,11 @@ def main() -> None:
     print(f"  loop / generator alone (ctranslate2): x{ct2['rollouts_per_min'] / alone_ct2['rollouts_per_min']:.2f}")
     print(f"  loop / generator alone (transformers): x{hf['rollouts_per_min'] / base['rollouts_per_min']:.2f}")
     print(f"  first rollout: ctranslate2 {ct2['first_rollout_s']} s, transformers {hf['first_rollout_s']} s")
+    if "vllm-bf16" in alone:
+        vllm = whole_loop(args, "vllm", "float32")
+        print(f"  loop rollouts/min vllm / transformers: x{vllm['rollouts_per_min'] / hf['rollouts_per_min']:.2f}, "
+              f"vllm / ctranslate2: x{vllm['rollouts_per_min'] / ct2['rollouts_per_min']:.2f}; "
+              f"first rollout vllm {vllm['first_rollout_s']} s")
 
 
 if __name__ == "__main__":
