@@ -8,12 +8,12 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from consumers.store import open_store
 from infra.compose.orchestrator import Orchestrator
 from infra.compose.run_config import RunConfig
 from infra.platform.broker import KafkaCluster
 from infra.platform.kafka_io import read_topic
 from infra.platform.settings import ClusterSettings
+from tests.e2e.stored import stored_counts
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]  # starts its own cluster
 
@@ -78,12 +78,7 @@ def test_a_broker_killed_mid_run_loses_nothing(broker_killed_run):
     assert {"node", "next_version_s", "rejoin_s"} <= set(fault), fault
     assert summary["learner_steps"] == STEPS and summary["policy_version"] == STEPS
     config_id = summary["config_id"]
-    counts = {}
-    with open_store(str(cfg.run_dir / "chdb")) as store:
-        for table, where in (("rollouts", ""), ("feedback", ""), ("advantages", f"WHERE config_id = '{config_id}'")):
-            plain, distinct = store.query(f"SELECT count(), uniqExact(rollout_id) FROM {table} {where}").rows[0]
-            counts[table] = (plain, distinct)
-        dead = store.query("SELECT count() FROM dead_letters").rows[0][0]
+    counts, dead = stored_counts(cfg.run_dir, config_id)
     print(f"fault {fault}; restarts {summary['restarts']}; rows (all, distinct ids) {counts}")
     distinct = {table: d for table, (_, d) in counts.items()}
     assert distinct["rollouts"] == distinct["feedback"] == distinct["advantages"] > 0, counts

@@ -19,6 +19,7 @@ from infra.compose.run_history import generator_id
 from infra.platform.broker import KafkaCluster
 from infra.platform.kafka_io import read_topic
 from infra.platform.settings import ClusterSettings
+from tests.e2e.stored import stored_counts
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]  # starts its own cluster
 
@@ -103,12 +104,8 @@ def test_a_worker_and_a_generator_killed_mid_run_lose_nothing(scaled_run):
     assert summary["restarts"]["worker-0"] >= 1 and summary["restarts"]["generator-1"] >= 1, summary["restarts"]
     assert summary["learner_steps"] == STEPS and summary["policy_version"] == STEPS
     config_id = summary["config_id"]
-    counts = {}
+    counts, dead = stored_counts(cfg.run_dir, config_id)
     with open_store(str(cfg.run_dir / "chdb")) as store:
-        for table, where in (("rollouts", ""), ("feedback", ""), ("advantages", f"WHERE config_id = '{config_id}'")):
-            plain, distinct = store.query(f"SELECT count(), uniqExact(rollout_id) FROM {table} {where}").rows[0]
-            counts[table] = (plain, distinct)
-        dead = store.query("SELECT count() FROM dead_letters").rows[0][0]
         by_generator = dict(store.query("SELECT generator_id, uniqExact(rollout_id) FROM rollouts "
                                         "GROUP BY generator_id").rows)
     distinct = {table: d for table, (_, d) in counts.items()}
