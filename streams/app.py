@@ -53,11 +53,11 @@ def changelog_specs(app_id: str, settings: StreamSettings) -> list[TopicSpec]:
     and settings are Faust's own: <app id>-<table>-changelog, compacted, windowed tables
     kept for their expiry."""
     windowed = {**COMPACT, "retention.ms": str(int(settings.pattern_expires_s * 1000))}
-    tables = [(TASKS_TABLE, COMPACT), (REVIEWED_TABLE, COMPACT), (STATE_TABLE, COMPACT), (TUMBLING_TABLE, windowed),
-              (HOPPING_TABLE, windowed)]
+    tables = [(TASKS_TABLE, COMPACT, 1), (REVIEWED_TABLE, COMPACT, 1), (STATE_TABLE, COMPACT, settings.partitions),
+              (TUMBLING_TABLE, windowed, settings.partitions), (HOPPING_TABLE, windowed, settings.partitions)]
     factor, isr = replication_config()
-    return [TopicSpec(f"{app_id}-{name}-changelog", settings.partitions, factor, {**config, **isr})
-            for name, config in tables]
+    return [TopicSpec(f"{app_id}-{name}-changelog", partitions, factor, {**config, **isr})
+            for name, config, partitions in tables]
 
 
 def ensure_app_topics(admin, app_id: str, cfg: ReshapingConfig, settings: StreamSettings) -> None:

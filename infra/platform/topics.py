@@ -113,16 +113,18 @@ class Topics(BaseModel):
         factor, isr = replication_config(replication)
         config = {**KEEP_FOREVER, **isr}
         return [
-            TopicSpec(self.tasks, partitions, factor, config, "Task"),
+            # one partition, as the reviews: each feeds a Faust GlobalTable (every worker holds
+            # all of it), which Faust keeps to one partition with several workers (see
+            # streams/agents/feedback.py), and a table's source has its changelog's partitions
+            TopicSpec(self.tasks, 1, factor, config, "Task"),
             TopicSpec(self.rollouts, partitions, factor, config, "Rollout"),
             TopicSpec(self.feedback, partitions, factor, config, "Feedback"),
             # one partition: versions are totally ordered
             TopicSpec(self.policy, 1, factor, config, "PolicyVersion"),
             TopicSpec(self.metrics, 1, factor, config, "Metric"),
             TopicSpec(self.deadletter, 1, factor, config, "DeadLetter"),
-            # people's verdicts, keyed by rollout: partitioned like the tasks, so the feedback
-            # agent's table of reviewed code has as many changelog partitions as its source
-            TopicSpec(self.reviews, partitions, factor, config, "Review"),
+            # people's verdicts, keyed by rollout: one partition, like the tasks
+            TopicSpec(self.reviews, 1, factor, config, "Review"),
         ]
 
     def advantages_spec(self, config_id: str, partitions: int = DEFAULT_PARTITIONS,

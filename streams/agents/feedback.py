@@ -58,9 +58,12 @@ def install_feedback(app: faust.App, settings: StreamSettings, evaluate: Evaluat
     feedback_topic = app.topic(settings.topics.feedback)
     deadletter = app.topic(settings.topics.deadletter)
     reviews_topic = app.topic(settings.topics.reviews)
-    tasks = app.GlobalTable(TASKS_TABLE, default=None)  # task_id -> Task record (json)
+    # Global tables: every worker holds all of them. With several workers Faust's GlobalTable can
+    # loop in recovery (faust-streaming/faust#283); its documented remedy is one partition and a
+    # recovery buffer of one, so the tasks and reviews topics have one partition too.
+    tasks = app.GlobalTable(TASKS_TABLE, default=None, partitions=1, recovery_buffer_size=1)  # task_id -> Task
     # code fingerprint -> the latest verdict people gave on that code (global: any worker may see the code again)
-    reviewed = app.GlobalTable(REVIEWED_TABLE, default=None)
+    reviewed = app.GlobalTable(REVIEWED_TABLE, default=None, partitions=1, recovery_buffer_size=1)
     sandbox: dict[str, Any] = {"pool": pool}
 
     def evaluator() -> Evaluate:
