@@ -49,8 +49,8 @@ def test_a_verdict_given_on_the_page_is_stored(page, run_source):
     wait = WebDriverWait(driver, 60)
     Select(driver.find_element(By.ID, "kind")).select_by_visible_text("hacked")
     driver.find_element(By.CSS_SELECTOR, "#filters button[type='submit']").click()
-    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".sample .flags") and all(
-        f.text for f in d.find_elements(By.CSS_SELECTOR, ".sample .flags")))
+    wait.until(lambda d: "kind=hacked" in (d.find_element(By.ID, "samples").get_attribute("data-shown") or ""))
+    assert all(f.text for f in driver.find_elements(By.CSS_SELECTOR, ".sample .flags"))
     card = driver.find_element(By.CSS_SELECTOR, ".sample")
     rollout = card.get_attribute("data-rollout")
     assert card.find_element(By.CSS_SELECTOR, ".diff-add").text.startswith("+")

@@ -44,8 +44,10 @@ def mark_first_hacked_sample(driver, url: str) -> str:
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f"#pattern option[value='{PATTERN}']"))
     Select(driver.find_element(By.ID, "pattern")).select_by_value(PATTERN)
     driver.find_element(By.CSS_SELECTOR, "#filters button[type='submit']").click()
-    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".sample .flags") and all(
-        f.text for f in d.find_elements(By.CSS_SELECTOR, ".sample .flags")))
+    wait.until(lambda d: f"pattern={PATTERN}" in (d.find_element(By.ID, "samples").get_attribute("data-shown") or "")
+               and "kind=hacked" in d.find_element(By.ID, "samples").get_attribute("data-shown"))
+    assert driver.find_elements(By.CSS_SELECTOR, ".sample") and all(
+        f.text for f in driver.find_elements(By.CSS_SELECTOR, ".sample .flags"))
     card = driver.find_element(By.CSS_SELECTOR, ".sample")
     card.find_element(By.CSS_SELECTOR, ".hack-class").send_keys("swallowed_exception")
     card.find_element(By.CSS_SELECTOR, ".mark-hack").click()

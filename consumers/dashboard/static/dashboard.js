@@ -143,15 +143,23 @@ function startSamples() {
     fillSelect(field.pattern, (answer.facets[0] || {}).bug_patterns || [], null, "every pattern");
   }
 
+  // Answers may come back out of order (the first load and a quick change of filters): only
+  // the latest request's is shown, and `data-shown` names the filters of what is on the page.
+  let latest = 0;
   async function show() {
     const params = Object.fromEntries(ids.map(id => [id, field[id].value]));
+    const request = ++latest;
+    let cards;
     try {
       const answer = await getJSON(`/api/samples?${query(params)}`);
-      target.replaceChildren(...(answer.samples.length ? answer.samples.map(s => sampleCard(s, reviewing))
-                                                       : [el("p", {class: "muted", text: "no samples"})]));
+      cards = answer.samples.length ? answer.samples.map(s => sampleCard(s, reviewing))
+                                    : [el("p", {class: "muted", text: "no samples"})];
     } catch (error) {
-      target.replaceChildren(el("p", {class: "muted", text: error.message}));
+      cards = [el("p", {class: "muted", text: error.message})];
     }
+    if (request !== latest) return;
+    target.replaceChildren(...cards);
+    target.dataset.shown = query(params);
   }
 
   field.config.addEventListener("change", async () => { await loadFacets(); show(); });
