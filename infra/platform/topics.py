@@ -188,7 +188,8 @@ def ensure_topics(admin: AdminClient, specs: list[TopicSpec]) -> list[str]:
                 raise
     problems = _settled_problems(admin, specs, deadline=time.monotonic() + 15)
     if problems:
-        raise TopicConfigMismatch("; ".join(problems))
+        raise TopicConfigMismatch("; ".join(problems) + " (topics an older version made differ: on a local broker "
+                                  "`reshaper infra reset` empties it)")
     return created
 
 
