@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -76,6 +77,18 @@ def stop_token_ids(eos: int | list[int] | None, fallback: int) -> list[int]:
     """The end-of-turn ids a model's generation config names (`fallback`, the tokenizer's eos, if none)."""
     eos = eos if eos is not None else fallback
     return sorted(set(eos if isinstance(eos, list) else [eos]))
+
+
+def model_stop_token_ids(model_dir: str | Path, fallback: int) -> list[int]:
+    """The end-of-turn ids of a model directory's generation config (`fallback` if it has none),
+    for the engines that do not load the model through transformers."""
+    from transformers import GenerationConfig
+
+    try:
+        eos = GenerationConfig.from_pretrained(model_dir).eos_token_id
+    except OSError:
+        eos = None
+    return stop_token_ids(eos, fallback)
 
 
 def policy_kind(location: str) -> Literal["adapter", "full"]:

@@ -45,9 +45,9 @@ from producers.generator.backends.base import (
     PolicyLoadError,
     Sample,
     SamplingParams,
+    model_stop_token_ids,
     policy_kind,
     rows_per_prompt,
-    stop_token_ids,
 )
 from producers.generator.model_store import MANIFEST
 
@@ -130,7 +130,7 @@ class CTranslate2Backend:
         self.replicas = threads or os.cpu_count() or 1  # one single-threaded replica per core
         self.max_batch_sequences = max_batch_sequences
         self.tokenizer = AutoTokenizer.from_pretrained(self.base_dir)
-        self.stop_token_ids = _stop_tokens(self.base_dir, self.tokenizer.eos_token_id)
+        self.stop_token_ids = model_stop_token_ids(self.base_dir, self.tokenizer.eos_token_id)
         cache = Path(cache_dir) if cache_dir else self.base_dir.parent / "ct2"
         # Merged and converted policy versions live here until replaced; removed with the backend.
         self._work = Path(tempfile.mkdtemp(prefix="reshaper-ct2-"))
@@ -245,14 +245,3 @@ def sampled_logprobs(logits: np.ndarray, token_ids: list[int], temperature: floa
     """log_softmax(logits / T) at each sampled token; logits is [steps, vocab]."""
     logp = torch.log_softmax(torch.from_numpy(logits) / temperature, dim=-1)
     return logp.gather(-1, torch.tensor(token_ids)[:, None]).squeeze(-1).numpy()
-
-
-def _stop_tokens(model_dir: Path, fallback: int) -> list[int]:
-    """The model's end-of-turn ids from its generation config, as the transformers backend uses."""
-    from transformers import GenerationConfig
-
-    try:
-        eos = GenerationConfig.from_pretrained(model_dir).eos_token_id
-    except OSError:
-        eos = None
-    return stop_token_ids(eos, fallback)

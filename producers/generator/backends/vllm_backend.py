@@ -29,17 +29,9 @@ from producers.generator.backends.base import (
     Sample,
     SamplingParams,
     policy_kind,
+    model_stop_token_ids,
     rows_per_prompt,
-    stop_token_ids,
 )
-
-
-def cuda_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
 
 
 def cpu_engine_environment(threads: int, kv_cache_gib: int) -> dict[str, str]:
@@ -99,19 +91,16 @@ class VLLMBackend:
 
     def __init__(self, model_dir: str | Path, *, threads: int = 0, kv_cache_gib: int = 1, max_model_len: int = 2048,
                  max_lora_rank: int = 64, seed: int = 0, **engine_kwargs):
-        on_cpu = not cuda_available()
+        import torch
+
+        on_cpu = not torch.cuda.is_available()
         if on_cpu:  # set before vLLM is imported, so every module of it sees them
             os.environ.update(cpu_engine_environment(threads, kv_cache_gib))
         vllm = import_vllm()
-        from transformers import AutoTokenizer, GenerationConfig
+        from transformers import AutoTokenizer
 
         self._vllm = vllm
-        tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        try:
-            eos = GenerationConfig.from_pretrained(model_dir).eos_token_id
-        except OSError:
-            eos = None
-        self.stop_token_ids = stop_token_ids(eos, tokenizer.eos_token_id)
+        self.stop_token_ids = model_stop_token_ids(model_dir, AutoTokenizer.from_pretrained(model_dir).eos_token_id)
         self.engine = vllm.LLM(
             model=str(model_dir),
             dtype="bfloat16" if on_cpu else "auto",
