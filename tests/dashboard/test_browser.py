@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import WebDriverWait
 
 from consumers.dashboard.app import create_app
 from consumers.dashboard.config import DashboardConfig
@@ -13,7 +13,7 @@ from consumers.dashboard.panels import PANELS
 from consumers.dashboard.reviews import ReviewPublisher
 from infra.platform.topics import Topics
 from tests.dashboard import history
-from tests.dashboard.browser import PANEL_POINTS_JS, chrome, serving
+from tests.dashboard.browser import PANEL_POINTS_JS, chrome, mark_first_hacked_sample, serving
 
 pytestmark = pytest.mark.kafka
 
@@ -45,20 +45,9 @@ def test_every_chart_renders_with_data(page):
 
 def test_a_verdict_given_on_the_page_is_stored(page, run_source):
     driver, url = page
-    driver.get(url + "/samples")
-    wait = WebDriverWait(driver, 60)
-    Select(driver.find_element(By.ID, "kind")).select_by_visible_text("hacked")
-    driver.find_element(By.CSS_SELECTOR, "#filters button[type='submit']").click()
-    wait.until(lambda d: "kind=hacked" in (d.find_element(By.ID, "samples").get_attribute("data-shown") or ""))
-    assert all(f.text for f in driver.find_elements(By.CSS_SELECTOR, ".sample .flags"))
-    card = driver.find_element(By.CSS_SELECTOR, ".sample")
+    card = mark_first_hacked_sample(driver, url, "swallowed_exception")
     rollout = card.get_attribute("data-rollout")
     assert card.find_element(By.CSS_SELECTOR, ".diff-add").text.startswith("+")
-    card.find_element(By.CSS_SELECTOR, ".hack-class").send_keys("swallowed_exception")
-    card.find_element(By.CSS_SELECTOR, ".mark-hack").click()
-    status = card.find_element(By.CSS_SELECTOR, ".review-status")
-    wait.until(lambda d: status.text.startswith(("recorded", "refused")))
-    assert status.text == "recorded: hack swallowed_exception"
     stored = run_source.store.query("SELECT verdict, hack_class FROM reviews FINAL WHERE rollout_id = {r:String}",
                                     {"r": rollout}).rows
     assert ("hack", "swallowed_exception") in stored

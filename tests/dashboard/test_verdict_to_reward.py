@@ -7,8 +7,6 @@ by the `full` reshaping than a rollout that differs only in an operand's order."
 import uuid
 
 import pytest
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from consumers.dashboard.app import create_app
 from consumers.dashboard.config import DashboardConfig
@@ -21,7 +19,7 @@ from streams.app import ensure_app_topics
 from streams.feedback.reviewed import REVIEWED_HACK_FLAG
 from streams.reshaping.config import PRESETS_DIR, load_preset
 from tests.dashboard import history
-from tests.dashboard.browser import chrome, serving
+from tests.dashboard.browser import chrome, mark_first_hacked_sample, serving
 from tests.streams.helpers import WorkerProcess, isolated_settings, read_all, unique
 from tests.streams.test_app_e2e import rollout
 from tests.streams.test_reviewed_hack_e2e import table_written
@@ -34,27 +32,6 @@ TESTS = ["assert add_one(1) == 2", "assert add_one(-3) == -2", "assert add_one(0
 RENAMED = "def add_one(n):\n    try:\n        return n+1  # always fine\n    except Exception:\n        pass\n"
 # what no test can tell from it, yet another syntax tree: the operands swapped
 SWAPPED = "def add_one(n):\n    try:\n        return 1 + n\n    except Exception:\n        pass\n"
-
-
-def mark_first_hacked_sample(driver, url: str) -> str:
-    """Marks the first hacked sample of the pattern as a hack on the page; its rollout id."""
-    driver.get(url + "/samples")
-    wait = WebDriverWait(driver, 60)
-    Select(driver.find_element(By.ID, "kind")).select_by_visible_text("hacked")
-    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f"#pattern option[value='{PATTERN}']"))
-    Select(driver.find_element(By.ID, "pattern")).select_by_value(PATTERN)
-    driver.find_element(By.CSS_SELECTOR, "#filters button[type='submit']").click()
-    wait.until(lambda d: f"pattern={PATTERN}" in (d.find_element(By.ID, "samples").get_attribute("data-shown") or "")
-               and "kind=hacked" in d.find_element(By.ID, "samples").get_attribute("data-shown"))
-    assert driver.find_elements(By.CSS_SELECTOR, ".sample") and all(
-        f.text for f in driver.find_elements(By.CSS_SELECTOR, ".sample .flags"))
-    card = driver.find_element(By.CSS_SELECTOR, ".sample")
-    card.find_element(By.CSS_SELECTOR, ".hack-class").send_keys("swallowed_exception")
-    card.find_element(By.CSS_SELECTOR, ".mark-hack").click()
-    status = card.find_element(By.CSS_SELECTOR, ".review-status")
-    wait.until(lambda d: status.text.startswith(("recorded", "refused")))
-    assert status.text == "recorded: hack swallowed_exception"
-    return card.get_attribute("data-rollout")
 
 
 def test_a_verdict_given_on_the_page_lowers_the_reward_of_a_later_matching_rollout(
@@ -73,7 +50,8 @@ def test_a_verdict_given_on_the_page_lowers_the_reward_of_a_later_matching_rollo
         with serving(app) as url:
             driver = chrome()
             try:
-                reviewed = mark_first_hacked_sample(driver, url)
+                reviewed = mark_first_hacked_sample(driver, url, "swallowed_exception", PATTERN).get_attribute(
+                    "data-rollout")
             finally:
                 driver.quit()
         (completion,), = run_source.store.query(

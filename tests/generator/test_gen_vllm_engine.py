@@ -18,8 +18,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from infra.platform.settings import REPO_ROOT
 from infra.platform.vllm_env import generator_python
+from producers.generator.backends import Sample
 from schemas.prompt import render_prompt
-from tests.generator.test_gen_ct2_backend import BUGGY, lora_adapter, recomputed
+from tests.generator.test_gen_ct2_backend import BUGGY, lora_adapter
+from tests.generator.test_gen_ct2_backend import gaps as ct2_gaps
 
 pytestmark = pytest.mark.slow  # one vLLM engine session: minutes on two cores
 
@@ -69,8 +71,8 @@ def base_model(smollm2_dir):
 
 
 def gaps(model, prompts, groups) -> torch.Tensor:
-    return torch.cat([(recomputed(model, prompt, s["token_ids"], 1.0) - torch.tensor(s["logprobs"])).abs()
-                      for prompt, group in zip(prompts, groups) for s in group])
+    """The ctranslate2 tests' gaps over the session's samples (written as dicts)."""
+    return ct2_gaps(model, prompts, [[Sample(**s) for s in group] for group in groups], 1.0)
 
 
 def test_k_samples_per_prompt_one_logprob_per_token(session):
