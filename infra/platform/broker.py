@@ -276,12 +276,21 @@ class KafkaCluster:
         return path.read_text().strip()
 
     def up(self) -> list[BrokerStatus]:
+        """Start every node not yet running; return once each names all of them. A cluster that
+        does not come up is not left half running: the nodes this call started are stopped."""
         cluster_id = self._cluster_id() if len(self.nodes) > 1 else None
-        for node in self.nodes:
-            node.start(cluster_id)
-        deadline = time.monotonic() + self.settings.start_timeout_s
-        for node in self.nodes:
-            node.wait_ready(brokers=len(self.nodes), deadline=deadline)
+        started = []
+        try:
+            for node in self.nodes:
+                if node.status().pid is None:
+                    started.append(node)
+                node.start(cluster_id)
+            deadline = time.monotonic() + self.settings.start_timeout_s
+            for node in self.nodes:
+                node.wait_ready(brokers=len(self.nodes), deadline=deadline)
+        except InfraError:
+            stop_nodes(started)
+            raise
         return self.status()
 
     def start_node(self, index: int) -> BrokerStatus:

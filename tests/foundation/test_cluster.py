@@ -2,8 +2,8 @@
 killed in the middle of a stream loses no acknowledged write and duplicates none.
 
 The cluster runs on its own ports ($RESHAPER_TEST_CLUSTER_PORT, default 39292: nodes on
-39292, 39294 and 39296, controllers one above each) and in a temporary folder, beside the
-single broker the other tests use."""
+39292, 39294 and 39296, controllers one above each; the start-failure test 100 above) and in a
+temporary folder, beside the single broker the other tests use."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from infra.platform.broker import KafkaCluster
+from infra.platform.broker import InfraError, KafkaCluster
 from infra.platform.kafka_io import EventProducer
 from infra.platform.settings import ClusterSettings, replication_for
 from infra.platform.topics import Topics, ensure_topics
@@ -33,6 +33,27 @@ def test_cluster_nodes_never_share_a_port_and_vote_as_one_quorum(tmp_path):
     single = ClusterSettings(brokers=1, port=40000, home=tmp_path).nodes()
     assert len(single) == 1 and single[0].quorum_voters is None and single[0].replication_factor == 1
     assert replication_for(1) == (1, 1) and replication_for(2) == (2, 1) and replication_for(5) == (3, 2)
+
+
+def running_for(home) -> list[int]:
+    """Pids of the processes whose command line names `home` (a node's properties live there)."""
+    pids = []
+    for proc in os.scandir("/proc"):
+        try:
+            cmdline = open(f"/proc/{proc.name}/cmdline", "rb").read()
+        except (OSError, ValueError):
+            continue
+        if proc.name.isdigit() and str(home).encode() in cmdline:
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_a_cluster_that_does_not_come_up_is_not_left_running(tmp_path):
+    # ports of its own: a node just stopped may hold its port a moment, and the cluster below needs them
+    cluster = KafkaCluster(ClusterSettings(brokers=3, port=CLUSTER_PORT + 100, home=tmp_path, start_timeout_s=0.5))
+    with pytest.raises(InfraError, match="did not answer"):
+        cluster.up()  # three JVMs cannot answer within half a second
+    assert running_for(tmp_path) == [] and all(node.status().pid is None for node in cluster.nodes)
 
 
 @pytest.fixture(scope="module")
