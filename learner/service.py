@@ -25,7 +25,12 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
 
-from infra.platform.kafka_io import EventProducer, consumer_config, dead_letter_record
+from infra.platform.kafka_io import (
+    EventProducer,
+    commit_through_coordinator_moves,
+    consumer_config,
+    dead_letter_record,
+)
 from infra.platform.topics import Topics
 from learner.batching import GroupAccumulator
 from learner.config import DROPPED_METRIC, DROPPED_SOURCE, LearnerConfig
@@ -191,13 +196,9 @@ class LearnerService:
             extra={PENDING_KEY: self._pending(), DROPPED_KEY: self.accumulator.dropped_groups,
                    RELEASED_KEY: self.accumulator.released_groups},
         )
-        self.consumer.commit(
-            offsets=[
-                TopicPartition(self.topic, p, o)
-                for p, o in self.positions.items()
-                if o >= 0
-            ],
-            asynchronous=False,
+        commit_through_coordinator_moves(
+            self.consumer,
+            [TopicPartition(self.topic, p, o) for p, o in self.positions.items() if o >= 0],
         )
         values = metrics.as_values()
         lags = metrics.lag_histogram

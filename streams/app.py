@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from infra.platform.topics import COMPACT, TopicSpec, ensure_topics, replication_config
 from streams.agents.feedback import REVIEWED_TABLE, TASKS_TABLE, install_feedback
+from streams.agents.liveness import install_liveness
 from streams.agents.reshape import HOPPING_TABLE, STATE_TABLE, TUMBLING_TABLE, install_reshape
 from streams.reshaping.config import ReshapingConfig
 from streams.settings import Evaluate, StreamSettings, ticks_topic_name
@@ -99,4 +100,7 @@ def create_app(app_id: str, cfg: ReshapingConfig, bootstrap: str, data_dir: str 
         install_feedback(app, settings, evaluate=evaluate, pool=pool)
     if "reshape" in settings.agents:
         install_reshape(app, cfg, settings)
+    sources = {"feedback": settings.topics.rollouts, "reshape": settings.topics.feedback}
+    install_liveness(app, bootstrap, [sources[agent] for agent in settings.agents], settings.stall_timeout_s,
+                     settings.stall_check_s)
     return app

@@ -52,6 +52,11 @@ class StreamSettings(BaseModel):
     session_timeout_s: float = Field(10.0, gt=0, description="consumer session timeout: how soon the group "
                                      "gives a dead worker's partitions to another (or its own restart).")
     tick_interval_s: float = Field(1.0, gt=0, description="period of the group-timeout timer.")
+    stall_timeout_s: float = Field(
+        180.0, gt=0, description="a rollouts or feedback partition of this worker with records left and no "
+        "commit for this long is stalled: the worker exits (streams/agents/liveness.py) and is restarted. "
+        "Far above the longest evaluation of one rollout.")
+    stall_check_s: float = Field(15.0, gt=0, description="how often a worker checks its partitions for a stall.")
     recent_groups: int = Field(4096, ge=1, description="emitted group ids remembered to drop stragglers.")
     metrics_window_ms: int = Field(60_000, ge=1, description="tumbling event-time window of the published metrics.")
     pattern_window_s: float = Field(300.0, gt=0, description="size of the per-pattern tumbling and hopping windows.")
@@ -77,6 +82,13 @@ class StreamSettings(BaseModel):
         steps = self.pattern_window_s / self.pattern_hop_s
         if abs(steps - round(steps)) > 1e-9:
             raise ValueError("pattern_window_s must be a whole multiple of pattern_hop_s")
+        return self
+
+    @model_validator(mode="after")
+    def _stall_outlasts_a_task_wait(self) -> "StreamSettings":
+        # a rollout waiting for its task holds its partition's commit that long, and is no stall
+        if self.stall_timeout_s <= self.task_wait_s:
+            raise ValueError(f"stall_timeout_s ({self.stall_timeout_s}) must exceed task_wait_s ({self.task_wait_s})")
         return self
 
 

@@ -398,7 +398,7 @@ class Orchestrator:
             self.components.append(heldout)
         self.restarts = {comp.name: 0 for comp in self.components}
         tail = MetricsTail(bootstrap, reshaping.config_id, c.topics)
-        interrupted = False
+        interrupted = finished = False
         try:
             for comp in self.components:
                 comp.start(env)
@@ -407,17 +407,7 @@ class Orchestrator:
             # the run ends when the learner has made its steps and exits 0
             while learner.alive() or learner.proc.returncode != 0:
                 check_corpus(corpus_feed)
-                for comp in self.components:
-                    if not comp.alive() and comp.proc.returncode not in (0, None):
-                        # every component resumes from its committed offsets, changelogs and
-                        # (the learner) its last checkpoint, so a crashed one is restarted
-                        # (a few times) rather than ending the run; the report counts them
-                        if self.restarts[comp.name] >= MAX_RESTARTS:
-                            raise RunError(f"{comp.name} exited with {comp.proc.returncode} "
-                                           f"{MAX_RESTARTS + 1} times:\n{comp.tail()}")
-                        self.restarts[comp.name] += 1
-                        say(f"{comp.name} exited with {comp.proc.returncode}; restarting (see {comp.log})")
-                        comp.start(env)
+                self._restart_crashed(self.components, env, say)
                 line = tail.poll().line()
                 if progress and line != last:
                     print(f"\r[run] {line}", end="", flush=True)
@@ -430,19 +420,35 @@ class Orchestrator:
             if corpus_feed is not None:
                 corpus_feed.finish(say)  # the next run then starts from the cache
                 check_corpus(corpus_feed)
+            finished = True
         except KeyboardInterrupt:
             interrupted = True
             say("interrupted: stopping cleanly (nothing is lost; continue with --resume)")
         finally:
             tail.close()
-            self.shutdown(bootstrap, app_id, sink_group, say)
+            # the drains restart a crashed worker or sink only after a finished run: after Ctrl-C
+            # (which the components got too) or a failure, what still runs is drained and stopped
+            self.shutdown(bootstrap, app_id, sink_group, env if finished else None, say)
         summary = self.report(store, reshaping.config_id, time.monotonic() - t0, interrupted, started_ms)
         if any(self.restarts.values()):
             say("restarted after a crash: " + ", ".join(f"{n} {k}x" for n, k in self.restarts.items() if k))
         say(f"report in {self.dir / 'report'}")
         return summary
 
-    def shutdown(self, bootstrap: str, app_id: str, sink_group: str, say) -> None:
+    def _restart_crashed(self, comps: list[Component], env: dict, say) -> None:
+        """Every component resumes from its committed offsets, changelogs and (the learner) its
+        last checkpoint, so a crashed one is restarted (a few times) rather than ending the run;
+        the report counts the restarts."""
+        for comp in comps:
+            if not comp.alive() and comp.proc.returncode not in (0, None):
+                if self.restarts[comp.name] >= MAX_RESTARTS:
+                    raise RunError(f"{comp.name} exited with {comp.proc.returncode} "
+                                   f"{MAX_RESTARTS + 1} times:\n{comp.tail()}")
+                self.restarts[comp.name] += 1
+                say(f"{comp.name} exited with {comp.proc.returncode}; restarting (see {comp.log})")
+                comp.start(env)
+
+    def shutdown(self, bootstrap: str, app_id: str, sink_group: str, env: dict | None, say) -> None:
         core = {id(comp) for comp in (*self.workers, self.sink, self.learner, *self.generators)}
         extra = {comp.name: comp for comp in self.components if id(comp) not in core}
         for comp in (*self.generators, self.learner):
@@ -452,16 +458,16 @@ class Orchestrator:
             extra["heldout"].stop()
         # the workers finish what the generators produced; then the sink stores everything
         names = self.cfg.topics
-        self._drain(bootstrap, app_id, [names.rollouts, names.feedback], self.workers, say, timeout_s=600)
+        self._drain(bootstrap, app_id, [names.rollouts, names.feedback], self.workers, env, say, timeout_s=600)
         for worker in self.workers:
             worker.stop()
         stored = re.compile("|".join(names.subscription))
         topics = [t for t in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
                   if stored.fullmatch(t)]
-        self._drain(bootstrap, sink_group, topics, [self.sink], say, timeout_s=600)
+        self._drain(bootstrap, sink_group, topics, [self.sink], env, say, timeout_s=600)
         self.sink.stop()
         if "tensorboard" in extra:  # every metric written, the last ones the workers'
-            self._drain(bootstrap, f"tensorboard-{self.cfg.name}", [names.metrics], [extra["tensorboard"]], say,
+            self._drain(bootstrap, f"tensorboard-{self.cfg.name}", [names.metrics], [extra["tensorboard"]], env, say,
                         timeout_s=120)
             extra["tensorboard"].stop()
 
@@ -479,12 +485,16 @@ class Orchestrator:
             say(f"waiting for the held-out evaluation of versions {due}")
             time.sleep(5)
 
-    @staticmethod
-    def _drain(bootstrap, group, topics, comps: list[Component], say, timeout_s: float) -> None:
+    def _drain(self, bootstrap, group, topics, comps: list[Component], env: dict | None, say,
+               timeout_s: float) -> None:
         """Until consumer `group` (of `comps`, one or several processes) has committed everything
-        on `topics`, while any of them still runs."""
+        on `topics`; one that crashes meanwhile is restarted as during the run (with `env`)."""
         deadline = time.monotonic() + timeout_s
-        while any(comp.alive() for comp in comps) and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            if env is not None:
+                self._restart_crashed(comps, env, say)
+            if not any(comp.alive() for comp in comps):
+                return  # every one of them exited (cleanly, or after Ctrl-C)
             lag = group_lag(bootstrap, group, topics)
             if lag == 0:
                 return

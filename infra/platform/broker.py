@@ -84,8 +84,10 @@ def stop_nodes(nodes: list[KafkaBroker], timeout_s: float = 30.0) -> bool:
     for _, pid in running:
         if _pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
-    for node in nodes:
-        node.pid_file.unlink(missing_ok=True)
+    for node in nodes:  # only files naming a dead process: a node started meanwhile keeps its own
+        pid = node._pid_in_file()
+        if pid is not None and not _pid_alive(pid):
+            node.pid_file.unlink(missing_ok=True)
     return bool(running)
 
 
@@ -169,12 +171,15 @@ class KafkaBroker:
             raise InfraError(f"formatting KRaft storage failed:\n{proc.stdout}{proc.stderr}")
 
     # --- lifecycle --------------------------------------------------------------------
-    def _read_pid(self) -> int | None:
+    def _pid_in_file(self) -> int | None:
         try:
-            pid = int(self.pid_file.read_text().strip())
+            return int(self.pid_file.read_text().strip())
         except (OSError, ValueError):
             return None
-        return pid if _pid_alive(pid) else None
+
+    def _read_pid(self) -> int | None:
+        pid = self._pid_in_file()
+        return pid if pid is not None and _pid_alive(pid) else None
 
     def status(self) -> BrokerStatus:
         s = self.settings

@@ -142,6 +142,31 @@ def consumer_config(group_id: str, bootstrap: str | None = None, **overrides: An
     return cfg
 
 
+# the group's coordinator is moving (its broker died, or is back and loading): the same commit
+# goes through once the group has found it again
+COORDINATOR_MOVING = frozenset({
+    KafkaError._WAIT_COORD, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TRANSPORT, KafkaError.REQUEST_TIMED_OUT,
+    KafkaError._TIMED_OUT})
+
+
+def commit_through_coordinator_moves(consumer: Consumer, offsets: list[TopicPartition],
+                                     timeout_s: float = 120.0) -> None:
+    """A synchronous commit of `offsets`, tried again while the group's coordinator moves (up to
+    `timeout_s`). A broker lost in a cluster takes its groups' coordination with it for seconds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() not in COORDINATOR_MOVING or time.monotonic() >= deadline:
+                raise
+            log.warning("commit waits for the group coordinator: %s", error.str())
+            time.sleep(0.5)
+
+
 class EventConsumer:
     def __init__(self, topics: list[str], group_id: str, bootstrap: str | None = None,
                  codec: Codec = CODEC, dead_letters: EventProducer | None = None,
@@ -236,7 +261,8 @@ class EventConsumer:
             return
         if self._pending_poison:
             self._dead_letters.flush()
-        self._consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in positions.items()], asynchronous=False)
+        commit_through_coordinator_moves(
+            self._consumer, [TopicPartition(t, p, o) for (t, p), o in positions.items()])
         self._pending_poison = []
 
     def close(self) -> None:

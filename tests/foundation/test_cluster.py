@@ -8,6 +8,9 @@ temporary folder, beside the single broker the other tests use."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 import uuid
 
@@ -15,9 +18,9 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from infra.platform.broker import InfraError, KafkaCluster
+from infra.platform.broker import InfraError, KafkaBroker, KafkaCluster, stop_nodes
 from infra.platform.kafka_io import EventProducer
-from infra.platform.settings import ClusterSettings, replication_for
+from infra.platform.settings import BrokerSettings, ClusterSettings, replication_for
 from infra.platform.topics import Topics, ensure_topics
 
 CLUSTER_PORT = int(os.environ.get("RESHAPER_TEST_CLUSTER_PORT", "39292"))
@@ -54,6 +57,33 @@ def test_a_cluster_that_does_not_come_up_is_not_left_running(tmp_path):
     with pytest.raises(InfraError, match="did not answer"):
         cluster.up()  # three JVMs cannot answer within half a second
     assert running_for(tmp_path) == [] and all(node.status().pid is None for node in cluster.nodes)
+
+
+HANDOVER = """
+import signal, subprocess, sys, time
+def handover(*_):  # stopped: a new node takes its place and writes its pid, as a concurrent start would
+    successor = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    open(sys.argv[1], "w").write(str(successor.pid))
+    sys.exit(0)
+signal.signal(signal.SIGTERM, handover)
+time.sleep(60)
+"""
+
+
+def test_stopping_a_node_keeps_the_pid_file_of_one_started_meanwhile(tmp_path):
+    node = KafkaBroker(BrokerSettings(port=CLUSTER_PORT + 200, home=tmp_path))
+    stopped = subprocess.Popen([sys.executable, "-c", HANDOVER, str(node.pid_file)])
+    node.pid_file.write_text(str(stopped.pid))
+    time.sleep(0.5)  # its SIGTERM handler is set
+    try:
+        assert stop_nodes([node], timeout_s=10)
+        stopped.wait(timeout=10)
+        successor = node._read_pid()
+        assert successor is not None and successor != stopped.pid  # still known, so it can be stopped
+        assert stop_nodes([node], timeout_s=10) and not node.pid_file.exists()
+    finally:
+        if (pid := node._pid_in_file()) is not None:
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
