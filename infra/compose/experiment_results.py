@@ -94,7 +94,7 @@ def _comparison(reports, set_name: str, a: str, b: str, resamples: int) -> dict 
         return None
     cmp = compare_paired(oa, ob, resamples=resamples)
     return {"set": set_name, "a": a, "b": b, "tasks": cmp["tasks"],
-            **{key: {"mean": cmp[key].mean, "low": cmp[key].low, "high": cmp[key].high}
+            **{key: None if cmp[key] is None else {"mean": cmp[key].mean, "low": cmp[key].low, "high": cmp[key].high}
                for key in ("greedy", "sample_pass_rate", "pass_fraction")},
             "mcnemar": {"only_a": cmp["mcnemar_greedy"].only_a, "only_b": cmp["mcnemar_greedy"].only_b,
                         "p_value": cmp["mcnemar_greedy"].p_value}}
@@ -137,14 +137,15 @@ def paired_markdown(rows: list[dict]) -> str:
     lines = ["| set | b − a | tasks | success@1 | sample pass rate | pass fraction | McNemar (a only / b only, p) |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
-        cells = [f"{r[k]['mean']:+.3f} [{r[k]['low']:+.3f}, {r[k]['high']:+.3f}]"
+        cells = ["–" if r[k] is None else f"{r[k]['mean']:+.3f} [{r[k]['low']:+.3f}, {r[k]['high']:+.3f}]"
                  for k in ("greedy", "sample_pass_rate", "pass_fraction")]
         m = r["mcnemar"]
         holm = f", Holm p={r['holm_p_value']:.3f}" if "holm_p_value" in r else ""
         lines.append(f"| {r['set']} | {r['b']} − {r['a']} | {r['tasks']} | " + " | ".join(cells)
                      + f" | {m['only_a']} / {m['only_b']}, p={m['p_value']:.3f}{holm} |")
     return "\n".join(lines) + ("\n\nper-task differences pooled over seeds; [95% percentile bootstrap over "
-                               "tasks]; McNemar: exact two-sided test on greedy successes.\n")
+                               "tasks]; McNemar: exact two-sided test on greedy successes; sample pass rate – "
+                               "where an evaluation was greedy only (no sampled repairs).\n")
 
 
 def run_rows(results_dir: Path, units: list[Unit], shared_base: bool, sets: list[str]) -> list[dict]:

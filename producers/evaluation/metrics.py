@@ -239,7 +239,7 @@ def per_task_values(outcomes: Sequence[CandidateOutcome]) -> dict[str, dict[str,
         greedy = [o for o in cands if o.greedy]
         sampled = [o for o in cands if not o.greedy]
         values[task_id] = {"greedy": float(any(o.passed for o in greedy)),
-                           "sample_pass_rate": _mean([float(o.passed) for o in sampled]) or 0.0,
+                           "sample_pass_rate": _mean([float(o.passed) for o in sampled]),  # None: greedy only
                            "pass_fraction": statistics.fmean(o.pass_fraction for o in cands)}
     return values
 
@@ -248,14 +248,16 @@ def compare_paired(a: Sequence[CandidateOutcome], b: Sequence[CandidateOutcome],
                    seed: int = 0) -> dict:
     """Arm b against arm a on the tasks both were evaluated on: bootstrap intervals of the
     per-task differences (greedy success, sample pass rate, pass fraction) and McNemar on
-    greedy successes."""
+    greedy successes. The sample pass rate is None unless every shared task has sampled
+    candidates in both arms (a greedy-only evaluation has none)."""
     va, vb = per_task_values(a), per_task_values(b)
     shared = sorted(set(va) & set(vb))
     if not shared:
         raise MetricInputError("the two arms share no task")
     result = {"tasks": len(shared)}
     for key in ("greedy", "sample_pass_rate", "pass_fraction"):
-        result[key] = paired_bootstrap([va[t][key] for t in shared], [vb[t][key] for t in shared], resamples, seed)
+        xa, xb = [va[t][key] for t in shared], [vb[t][key] for t in shared]
+        result[key] = None if None in xa or None in xb else paired_bootstrap(xa, xb, resamples, seed)
     result["mcnemar_greedy"] = mcnemar_exact([va[t]["greedy"] > 0 for t in shared],
                                              [vb[t]["greedy"] > 0 for t in shared])
     return result

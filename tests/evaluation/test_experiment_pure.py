@@ -62,6 +62,7 @@ def test_paired_table_pairs_tasks_within_seeds():
     assert (row["mcnemar"]["only_a"], row["mcnemar"]["only_b"]) == (0, 2)
     assert row["mcnemar"]["p_value"] == pytest.approx(0.5)
     assert "| v | full − base | 4 | +0.500" in paired_markdown([row])
+    assert row["sample_pass_rate"] is None and "| – |" in paired_markdown([row])  # greedy only
 
 
 def test_an_arm_can_change_run_settings(tmp_path):

@@ -126,6 +126,11 @@ def test_compare_paired_uses_shared_tasks():
     assert result["greedy"].mean == pytest.approx(2 / 3)
     assert (result["mcnemar_greedy"].only_a, result["mcnemar_greedy"].only_b) == (0, 2)
     assert result["mcnemar_greedy"].p_value == pytest.approx(0.5)
+    assert result["sample_pass_rate"] is None  # greedy only: no sampled repair to compare
+    sampled = [CandidateOutcome(task_id=t, bug_pattern="p", greedy=False, passed=True, pass_fraction=1.0,
+                                tree_edit_distance=0.0, style_class="clean") for t in ("t1", "t2", "t3")]
+    assert compare_paired(a + sampled, b + sampled)["sample_pass_rate"].mean == 0
+    assert compare_paired(a + sampled[:2], b + sampled)["sample_pass_rate"] is None  # t3 unsampled in a
 
 
 def test_holm_adjusts_in_the_input_order_and_stays_monotone():
