@@ -492,7 +492,11 @@ class Orchestrator:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if env is not None:
-                self._restart_crashed(comps, env, say)
+                try:
+                    self._restart_crashed(comps, env, say)
+                except RunError as exc:  # the rest of the shutdown still runs
+                    say(f"{exc}\nnot restarted again")
+                    env = None
             if not any(comp.alive() for comp in comps):
                 return  # every one of them exited (cleanly, or after Ctrl-C)
             lag = group_lag(bootstrap, group, topics)

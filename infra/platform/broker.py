@@ -308,6 +308,17 @@ class KafkaCluster:
     def status(self) -> list[BrokerStatus]:
         return [node.status() for node in self.nodes]
 
+    def busiest_leader(self, topics: list[str]) -> int:
+        """The node id leading the most partitions of `topics` (a fault test kills that one)."""
+        from confluent_kafka.admin import AdminClient
+
+        metadata = AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(timeout=10)
+        leads: dict[int, int] = {}
+        for topic in topics:
+            for partition in metadata.topics[topic].partitions.values():
+                leads[partition.leader] = leads.get(partition.leader, 0) + 1
+        return max(sorted(leads), key=lambda node: leads[node])
+
     def down(self, timeout_s: float = 30.0) -> bool:
         """Stop every node; False if none was running."""
         return stop_nodes(self.nodes, timeout_s)
