@@ -56,10 +56,20 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:  # a zombie child of ours still "exists"; treat it as dead
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return True
+    # A zombie child of ours still "exists": dead, unless another of its threads still runs. A JVM
+    # in its shutdown hooks (a broker's controlled shutdown) has a zombie main thread, and its port.
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:  # reaped meanwhile
+        return False
+    for thread in threads:
+        try:
+            stat = Path(f"/proc/{pid}/task/{thread}/stat").read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        if stat.rsplit(")", 1)[1].split()[0] != "Z":  # the state follows the name, which may hold spaces
+            return True
+    return False
 
 
 def new_cluster_id() -> str:
@@ -81,9 +91,12 @@ def stop_nodes(nodes: list[KafkaBroker], timeout_s: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and any(_pid_alive(pid) for _, pid in running):
         time.sleep(0.2)
-    for _, pid in running:
-        if _pid_alive(pid):
-            os.kill(pid, signal.SIGKILL)
+    killed = [pid for _, pid in running if _pid_alive(pid)]
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10  # gone, ports and all, before the next start looks at them
+    while time.monotonic() < deadline and any(_pid_alive(pid) for pid in killed):
+        time.sleep(0.05)
     for node in nodes:  # only files naming a dead process: a node started meanwhile keeps its own
         pid = node._pid_in_file()
         if pid is not None and not _pid_alive(pid):

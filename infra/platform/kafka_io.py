@@ -150,17 +150,30 @@ COORDINATOR_MOVING = frozenset({
     KafkaError._TIMED_OUT})
 
 
+# the consumer is no longer the member that owns these partitions (its session ran out while the
+# coordinator was away): the commit cannot happen, and the records are read again by their owner
+MEMBERSHIP_LOST = frozenset({KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION,
+                             KafkaError.REBALANCE_IN_PROGRESS, KafkaError.FENCED_INSTANCE_ID})
+
+
 def commit_through_coordinator_moves(consumer: Consumer, offsets: list[TopicPartition],
-                                     timeout_s: float = 120.0) -> None:
+                                     timeout_s: float = 120.0) -> bool:
     """A synchronous commit of `offsets`, tried again while the group's coordinator moves (up to
-    `timeout_s`). A broker lost in a cluster takes its groups' coordination with it for seconds."""
+    `timeout_s`). A broker lost in a cluster takes its groups' coordination with it for seconds.
+    False when the consumer lost its group membership meanwhile: the records after the last
+    commit are then delivered again (at least once), which every consumer here tolerates, since
+    each record carries its id."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             consumer.commit(offsets=offsets, asynchronous=False)
-            return
+            return True
         except KafkaException as exc:
             error = exc.args[0]
+            if error.code() in MEMBERSHIP_LOST:
+                log.warning("commit dropped, the group membership was lost (%s): the records since the "
+                            "last commit will be read again", error.str())
+                return False
             if error.code() not in COORDINATOR_MOVING or time.monotonic() >= deadline:
                 raise
             log.warning("commit waits for the group coordinator: %s", error.str())

@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from infra.platform.broker import InfraError, KafkaBroker, KafkaCluster, stop_nodes
+from infra.platform.broker import InfraError, KafkaBroker, KafkaCluster, _pid_alive, stop_nodes
 from infra.platform.kafka_io import EventProducer
 from infra.platform.settings import BrokerSettings, ClusterSettings, replication_for
 from infra.platform.topics import Topics, ensure_topics
@@ -57,6 +57,28 @@ def test_a_cluster_that_does_not_come_up_is_not_left_running(tmp_path):
     with pytest.raises(InfraError, match="did not answer"):
         cluster.up()  # three JVMs cannot answer within half a second
     assert running_for(tmp_path) == [] and all(node.status().pid is None for node in cluster.nodes)
+
+
+MAIN_THREAD_EXITS = """
+import ctypes, threading, time
+threading.Thread(target=time.sleep, args=(60,)).start()
+time.sleep(0.2)
+ctypes.CDLL(None).pthread_exit(None)  # as a JVM's main thread ends while its shutdown hooks run
+"""
+
+
+def test_a_process_whose_main_thread_ended_is_alive_while_another_thread_runs():
+    proc = subprocess.Popen([sys.executable, "-c", MAIN_THREAD_EXITS])
+    try:
+        time.sleep(1.5)
+        leader = open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        assert leader == "Z" and _pid_alive(proc.pid)  # a zombie main thread, the process not dead
+        proc.kill()
+        time.sleep(0.5)
+        assert not _pid_alive(proc.pid)  # now a zombie child of ours: dead
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 HANDOVER = """

@@ -1,4 +1,5 @@
-"""A consumer's commit goes through a move of its group coordinator, and fails on anything else."""
+"""A consumer's commit goes through a move of its group coordinator, is dropped when the consumer
+lost its partitions (their records are read again), and fails on anything else."""
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -29,15 +30,21 @@ def no_sleep(monkeypatch):
 def test_a_commit_waits_out_a_moving_coordinator():
     consumer = FlakyConsumer(KafkaError._WAIT_COORD, KafkaError.NOT_COORDINATOR)
     offsets = [TopicPartition("metrics", 0, 12)]
-    commit_through_coordinator_moves(consumer, offsets)
+    assert commit_through_coordinator_moves(consumer, offsets) is True
     assert consumer.committed == [offsets] and consumer.errors == []
 
 
+def test_a_commit_of_a_member_that_lost_its_partitions_is_dropped():
+    evicted = FlakyConsumer(KafkaError.UNKNOWN_MEMBER_ID)
+    assert commit_through_coordinator_moves(evicted, [TopicPartition("metrics", 0, 12)]) is False
+    assert evicted.committed == []  # its records are read again by their owner
+
+
 def test_a_commit_fails_at_once_on_another_error_and_after_its_deadline():
-    fenced = FlakyConsumer(KafkaError.UNKNOWN_MEMBER_ID)
+    refused = FlakyConsumer(KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError._WAIT_COORD)
     with pytest.raises(KafkaException):
-        commit_through_coordinator_moves(fenced, [TopicPartition("metrics", 0, 12)])
-    assert fenced.committed == []
+        commit_through_coordinator_moves(refused, [TopicPartition("metrics", 0, 12)])
+    assert refused.committed == [] and len(refused.errors) == 1
     gone = FlakyConsumer(*[KafkaError._WAIT_COORD] * 3)
     with pytest.raises(KafkaException):
         commit_through_coordinator_moves(gone, [TopicPartition("metrics", 0, 12)], timeout_s=0)
