@@ -24,17 +24,27 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 
 from infra.compose.orchestrator import Orchestrator  # noqa: E402
 from infra.compose.run_config import RunConfig  # noqa: E402
 
 
-def rollouts_written(bootstrap: str, topic: str) -> int:
+def end_offsets(probe: Consumer, topic: str) -> int:
+    partitions = probe.list_topics(topic, timeout=10).topics[topic].partitions
+    return sum(probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions)
+
+
+def rollouts_written(bootstrap: str, topic: str, tries: int = 60) -> int:
+    """The topic's end offsets summed; asked again while a killed leader's partitions elect another."""
     probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "outage-probe"})  # end offsets only
     try:
-        partitions = probe.list_topics(topic, timeout=10).topics[topic].partitions
-        return sum(probe.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions)
+        for _ in range(tries - 1):
+            try:
+                return end_offsets(probe, topic)
+            except KafkaException:
+                time.sleep(1)
+        return end_offsets(probe, topic)
     finally:
         probe.close()
 
