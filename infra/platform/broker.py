@@ -85,18 +85,14 @@ def stop_nodes(nodes: list[KafkaBroker], timeout_s: float = 30.0) -> bool:
     """SIGTERM every running node at once, SIGKILL what is left after `timeout_s`. All at once:
     stopped one by one, the last nodes of a cluster wait in their controlled shutdown for a
     controller quorum that is already gone. Returns False if none was running."""
-    running = [(node, pid) for node in nodes if (pid := node._read_pid()) is not None]
-    for _, pid in running:
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and any(_pid_alive(pid) for _, pid in running):
-        time.sleep(0.2)
-    killed = [pid for _, pid in running if _pid_alive(pid)]
-    for pid in killed:
-        os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10  # gone, ports and all, before the next start looks at them
-    while time.monotonic() < deadline and any(_pid_alive(pid) for pid in killed):
-        time.sleep(0.05)
+    running = [pid for node in nodes if (pid := node._read_pid()) is not None]
+    for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):  # SIGKILL: gone, ports and all
+        alive = [pid for pid in running if _pid_alive(pid)]
+        for pid in alive:
+            os.kill(pid, sig)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and any(_pid_alive(pid) for pid in alive):
+            time.sleep(0.05)
     for node in nodes:  # only files naming a dead process: a node started meanwhile keeps its own
         pid = node._pid_in_file()
         if pid is not None and not _pid_alive(pid):

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from dataclasses import dataclass
 from typing import Callable
+
+from streams.agents.supervision import end_the_worker
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +85,7 @@ def group_offsets(bootstrap: str, group: str, partitions: list[Partition],
 def exit_stalled(lines: list[str]) -> None:
     log.critical("stalled: %s; stopping the worker (exit %d) so that a new one reads on",
                  "; ".join(lines), STALLED_EXIT)
-    logging.shutdown()
-    os._exit(STALLED_EXIT)
+    end_the_worker(STALLED_EXIT)
 
 
 def install_liveness(app, bootstrap: str, topics: list[str], timeout_s: float, interval_s: float,

@@ -20,6 +20,12 @@ log = logging.getLogger(__name__)
 AGENT_CRASHED_EXIT = 70  # EX_SOFTWARE
 
 
+def end_the_worker(exit_code: int) -> None:
+    """Exit now, logs flushed: no shutdown that could hang or commit what was not done."""
+    logging.shutdown()
+    os._exit(exit_code)
+
+
 def crash_the_worker(app):
     """Decorator for an agent coroutine `async def agent(stream)` of `app`."""
 
@@ -35,8 +41,7 @@ def crash_the_worker(app):
                     raise
                 log.critical("agent %s crashed; stopping the worker (exit %d)", agent.__name__,
                              AGENT_CRASHED_EXIT, exc_info=True)
-                logging.shutdown()
-                os._exit(AGENT_CRASHED_EXIT)
+                end_the_worker(AGENT_CRASHED_EXIT)
 
         return supervised
 
