@@ -251,6 +251,13 @@ class GroupAccumulator:
     replacement each: without that, the learner would wait for groups the generator is
     not allowed to produce and the run would stall. The service keeps ``dropped_groups``
     in its checkpoints; the two parts count since this process started.
+
+    The topic is written at least once: a worker that dies after emitting a group but
+    before committing its input emits the group again, as identical copies. A copy of a
+    member already held, or a record of a group already released or dropped (``closed``),
+    is counted in ``duplicate_records`` and set aside, so no group is trained twice and
+    no copy opens a group that would never complete. The service checkpoints the closed
+    ids (``closed_groups``) with the offsets.
     """
 
     def __init__(self, groups_per_step: int, drop_uniform_groups: bool = False) -> None:
@@ -262,6 +269,8 @@ class GroupAccumulator:
         self.excluded_groups = 0
         self.uniform_groups = 0
         self.released_groups = 0  # groups handed out in steps (restored too)
+        self.duplicate_records = 0
+        self._closed: set[str] = set()  # ids of the groups released or dropped
         self._open: dict[str, list[Record]] = {}
         self._complete: list[list[Record]] = []
 
@@ -271,6 +280,9 @@ class GroupAccumulator:
 
     def add(self, record: Record) -> list[Record] | None:
         validate(record)
+        if self._is_copy(record):
+            self.duplicate_records += 1
+            return None
         members = self._open.setdefault(record["group_id"], [])
         members.append(record)
         if len(members) >= self._expected(record):
@@ -280,9 +292,11 @@ class GroupAccumulator:
             if not comparable(group):
                 self.excluded_groups += 1
                 self.dropped_groups += 1
+                self._closed.add(record["group_id"])
             elif self.drop_uniform_groups and no_comparison_signal(group):
                 self.uniform_groups += 1
                 self.dropped_groups += 1
+                self._closed.add(record["group_id"])
             else:
                 self._complete.append(group)
         if len(self._complete) < self.groups_per_step:
@@ -291,15 +305,33 @@ class GroupAccumulator:
             self._complete[: self.groups_per_step],
             self._complete[self.groups_per_step :],
         )
-        self.released_groups += len(ready)
-        return [r for g in ready for r in comparable(g)]
+        return self._release(ready)
+
+    def _is_copy(self, record: Record) -> bool:
+        """A record this accumulator has already taken (a copy from an at-least-once write)."""
+        group_id = record["group_id"]
+        if group_id in self._closed or any(g[0]["group_id"] == group_id for g in self._complete):
+            return True
+        return any(m["rollout_id"] == record["rollout_id"] for m in self._open.get(group_id, []))
+
+    def _release(self, groups: list[list[Record]]) -> list[Record]:
+        self.released_groups += len(groups)
+        self._closed.update(g[0]["group_id"] for g in groups)
+        return [r for g in groups for r in comparable(g)]
+
+    @property
+    def closed_groups(self) -> list[str]:
+        """Ids of the groups released or dropped, for a checkpoint (``restore_closed`` reads them)."""
+        return sorted(self._closed)
+
+    def restore_closed(self, group_ids: Iterable[str]) -> None:
+        self._closed.update(group_ids)
 
     def flush(self) -> list[Record]:
         """The complete groups not yet released, as one (partial) step: the last step of a
         run whose generator has made all its groups. Open groups stay."""
         ready, self._complete = self._complete, []
-        self.released_groups += len(ready)
-        return [r for g in ready for r in comparable(g)]
+        return self._release(ready)
 
     @property
     def groups_seen(self) -> int:

@@ -4,7 +4,8 @@ One process owns every partition of `advantages.<config_id>` (manual assignment,
 consumer group), so the offsets it trains on are exactly the ones it checkpoints:
 
     seek to the checkpoint's offsets -> accumulate whole groups -> step -> publish policy
-    -> checkpoint (weights, optimiser, RNG, offsets, groups still being accumulated)
+    -> checkpoint (weights, optimiser, RNG, offsets, groups still being accumulated, ids of
+       the groups done, so a copy of one read later is set aside)
     -> commit offsets to Kafka (for lag monitoring only) -> metrics event
 
 A restart after SIGKILL resumes from the last checkpoint: records consumed after it are
@@ -41,6 +42,12 @@ log = logging.getLogger(__name__)
 PENDING_KEY = "pending_records"
 DROPPED_KEY = "dropped_groups"
 RELEASED_KEY = "released_groups"
+CLOSED_KEY = "closed_groups"
+
+
+def learner_group_id(topics: Topics, config_id: str) -> str:
+    """The consumer group the learner commits its read positions under (lag monitoring, audits)."""
+    return f"reshaper-learner-{topics.prefix}{config_id}"
 
 
 class LearnRunConfig(BaseModel):
@@ -96,7 +103,7 @@ class LearnerService:
         self.learner = learner or Learner(run.learner, run.model_dir)
         self.producer = EventProducer(bootstrap)
         self.consumer = Consumer(
-            consumer_config(f"reshaper-learner-{run.topics.prefix}{run.config_id}", bootstrap)
+            consumer_config(learner_group_id(run.topics, run.config_id), bootstrap)
         )
         self.accumulator = GroupAccumulator(run.learner.groups_per_step, run.learner.drop_uniform_groups)
         self.positions: dict[int, int] = {}  # partition -> next offset to read
@@ -109,6 +116,7 @@ class LearnerService:
         saved = ckpt.offsets.get(self.topic, {}) if ckpt else {}
         self.accumulator.dropped_groups = int(ckpt.extra.get(DROPPED_KEY, 0)) if ckpt else 0
         self.accumulator.released_groups = int(ckpt.extra.get(RELEASED_KEY, 0)) if ckpt else 0
+        self.accumulator.restore_closed(ckpt.extra.get(CLOSED_KEY, []) if ckpt else [])
         for record in (ckpt.extra.get(PENDING_KEY, []) if ckpt else []):
             self.accumulator.add(record)
         metadata = self.consumer.list_topics(self.topic, timeout=10).topics[self.topic]
@@ -194,7 +202,7 @@ class LearnerService:
         self.learner.save_checkpoint(
             {self.topic: dict(self.positions)},
             extra={PENDING_KEY: self._pending(), DROPPED_KEY: self.accumulator.dropped_groups,
-                   RELEASED_KEY: self.accumulator.released_groups},
+                   RELEASED_KEY: self.accumulator.released_groups, CLOSED_KEY: self.accumulator.closed_groups},
         )
         commit_through_coordinator_moves(
             self.consumer,
@@ -207,6 +215,7 @@ class LearnerService:
         )
         values["dead_lettered"] = float(self.dead_lettered)
         values["groups_dropped_uniform"] = float(self.accumulator.dropped_groups)
+        values["duplicate_records"] = float(self.accumulator.duplicate_records)
         self.producer.send(
             self.topics.metrics,
             "learner",

@@ -238,3 +238,37 @@ def test_a_spent_budget_flushes_the_waiting_groups_as_one_partial_step(make_reco
     assert [(r["group_id"], r["sample_index"]) for r in last] == [("a", 0), ("a", 1)]
     assert (acc.released_groups, acc.groups_seen, acc.pending_records) == (1, 2, 1)
     assert acc.flush() == []
+
+
+def test_copies_from_an_at_least_once_write_are_set_aside(make_record):
+    """A worker that dies after emitting a group emits it again: the copies of a held member, of a
+    group waiting for a step and of a released group are counted and never trained."""
+    acc = GroupAccumulator(groups_per_step=1)
+    a0, a1 = (make_record("a", i, [1], [2], adv, group_members=2) for i, adv in ((0, 0.5), (1, -0.5)))
+    assert acc.add(a0) is None
+    assert acc.add(dict(a0)) is None  # a copy of a held member
+    ready = acc.add(a1)
+    assert [(r["group_id"], r["sample_index"]) for r in ready] == [("a", 0), ("a", 1)]
+    assert acc.add(dict(a0)) is None and acc.add(dict(a1)) is None  # the released group again
+    assert acc.duplicate_records == 3 and acc.pending_records == 0 and acc.released_groups == 1
+    waiting = GroupAccumulator(groups_per_step=2)
+    waiting.add(make_record("b", 0, [1], [2], 0, group_members=1))
+    assert waiting.add(make_record("b", 0, [1], [2], 0, group_members=1)) is None
+    assert waiting.duplicate_records == 1 and waiting.groups_seen == 1
+
+
+def test_closed_groups_survive_a_restart(make_record):
+    def group(group_id, rewards):
+        return [make_record(group_id, i, [1], [2], r, group_members=len(rewards)) for i, r in enumerate(rewards)]
+
+    acc = GroupAccumulator(groups_per_step=1, drop_uniform_groups=True)
+    for record in group("kept", [1.0, 0.0]) + group("flat", [0.0, 0.0]):  # released; dropped, no signal
+        acc.add(record)
+    assert acc.closed_groups == ["flat", "kept"] and acc.released_groups == 1 and acc.dropped_groups == 1
+    restarted = GroupAccumulator(groups_per_step=1, drop_uniform_groups=True)
+    restarted.restore_closed(acc.closed_groups)
+    for record in group("kept", [1.0, 0.0]) + group("flat", [0.0, 0.0]):
+        assert restarted.add(record) is None
+    assert restarted.duplicate_records == 4 and restarted.pending_records == 0
+    new = group("new", [1.0, 0.0])
+    assert restarted.add(new[0]) is None and len(restarted.add(new[1])) == 2
