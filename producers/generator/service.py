@@ -233,6 +233,7 @@ class RunState:
     batches: int = 0
     generate_s: float = 0.0
     idle_s: float = 0.0
+    swap_s: float = 0.0  # spent loading new policy versions (a backend that loads lazily counts it in generating)
     inflight: int = 0
     policy_version: int = 0
     latest_version: int = 0
@@ -299,7 +300,9 @@ class GeneratorService:
     def swap_policy(self) -> None:
         """Load the newest announced version; called only between batches."""
         if self.learner.latest_version > self.backend.policy_version and self.learner.latest_location:
+            started = time.monotonic()
             self.backend.load_policy(self.learner.latest_version, self.learner.latest_location)
+            self.state.swap_s += time.monotonic() - started
         self.state.policy_version = self.backend.policy_version
 
     # ---- deciding --------------------------------------------------------------------------
@@ -386,6 +389,7 @@ class GeneratorService:
             "tokens": float(s.tokens),
             "tokens_per_s": float(overall if tokens_per_s is None else tokens_per_s),
             "idle_s": s.idle_s,
+            "swap_s": s.swap_s,
             "policy_version": float(s.policy_version),
             "latest_policy_version": float(s.latest_version),
             "lag": float(s.lag),

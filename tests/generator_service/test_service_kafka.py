@@ -151,8 +151,10 @@ def test_new_policy_is_hot_swapped_between_batches(
             "config_id": "test",
         },
     )
+    assert first.swap_s == 0.0
     second = service.run()
     assert (second.groups, second.stopped, second.policy_version) == (4, "max_groups", 2)
+    assert second.swap_s > 0  # the swap's time is counted (and sent as the metric swap_s)
 
     events = rollouts_of(cfg, kafka_bootstrap, 8)
     old = [e for e in events if e.record["policy_version"] == 0]

@@ -153,7 +153,8 @@ class VLLMBackend:
         started = time.perf_counter()
         merged = write_merged_policy(self.base_dir, location, self._work / f"v{version}")
         self.engine.collective_rpc("reload_weights", kwargs={"weights_path": str(merged)})
-        self.engine.reset_prefix_cache()
+        if not self.engine.reset_prefix_cache():  # it refuses while requests run; between batches none do
+            raise RuntimeError("vLLM kept its prefix cache after a weight reload: later samples would mix policies")
         for older in self._work.iterdir():  # the engine's config now names the newest folder
             if older != merged:
                 shutil.rmtree(older, ignore_errors=True)
