@@ -3,12 +3,11 @@
 import json
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
-
 from consumers.store import open_store
-from infra.platform.kafka_io import ConsumedEvent, consumer_config
+from infra.platform.kafka_io import ConsumedEvent, read_topic
 from learner.checkpoint import load_latest
-from learner.service import CLOSED_KEY, DROPPED_KEY, PENDING_KEY, RELEASED_KEY
+from learner.service import CLOSED_KEY, DROPPED_KEY, PENDING_KEY, RELEASED_KEY, learner_group_id
+from streams.agents.liveness import group_offsets
 
 
 def stored_counts(run_dir: Path, config_id: str) -> tuple[dict[str, tuple[int, int]], int]:
@@ -30,8 +29,8 @@ def learner_read_audit(checkpoints: Path, events: list[ConsumedEvent], committed
     dropped. It read the topic without a gap or a second take when every record below the
     last checkpoint's offsets belongs to a closed group or is pending, every closed group lies
     wholly below them, pending records are not in closed groups, and the offsets never went
-    back; and Kafka holds the last checkpoint's offsets as the learner group's (`committed`,
-    from `committed_offsets`). Returns the figures a test asserts on."""
+    back; and Kafka holds the last checkpoint's offsets as the learner group's (`committed`).
+    Returns the figures a test asserts on."""
     steps = sorted(p for p in checkpoints.iterdir() if p.name.startswith("step-"))
     topic = events[0].topic
     offsets = [json.loads((p / "state.json").read_text())["offsets"].get(topic, {}) for p in steps]
@@ -65,12 +64,11 @@ def read_without_gaps(audit: dict) -> bool:
             and audit["closed_groups"] == audit["released_and_dropped"] and audit["committed_is_checkpoint"])
 
 
-def committed_offsets(group_id: str, topic: str, bootstrap: str) -> dict[int, int]:
-    """The offsets a consumer group has committed on `topic` (negative where none)."""
-    consumer = Consumer(consumer_config(group_id, bootstrap))
-    try:
-        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
-        return {tp.partition: tp.offset for tp in consumer.committed(
-            [TopicPartition(topic, p) for p in partitions], timeout=30)}
-    finally:
-        consumer.close()
+def learner_read_of_run(cfg, config_id: str, bootstrap: str) -> dict:
+    """`learner_read_audit` of a finished run (`cfg`: its RunConfig), its topic read back from `bootstrap`."""
+    topic = cfg.topics.advantages(config_id)
+    events = read_topic(topic, bootstrap)
+    partitions = sorted({(topic, e.partition) for e in events})
+    committed = {p: c for (_, p), (c, _) in group_offsets(bootstrap, learner_group_id(cfg.topics, config_id),
+                                                          partitions).items()}
+    return learner_read_audit(cfg.run_dir / "learner", events, committed)

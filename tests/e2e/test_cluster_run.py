@@ -16,8 +16,7 @@ from infra.compose.run_config import RunConfig
 from infra.platform.broker import KafkaCluster
 from infra.platform.kafka_io import read_topic
 from infra.platform.settings import ClusterSettings
-from learner.service import learner_group_id
-from tests.e2e.stored import committed_offsets, learner_read_audit, read_without_gaps, stored_counts
+from tests.e2e.stored import learner_read_of_run, read_without_gaps, stored_counts
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]  # starts its own cluster
 
@@ -92,8 +91,6 @@ def test_a_broker_killed_mid_run_loses_nothing(broker_killed_run):
         assert by_id.setdefault(event.record["rollout_id"], event.record) == event.record
     assert len(by_id) == distinct["rollouts"]
     assert dead == 0
-    topic = cfg.topics.advantages(config_id)
-    committed = committed_offsets(learner_group_id(cfg.topics, config_id), topic, bootstrap)
-    audit = learner_read_audit(cfg.run_dir / "learner", read_topic(topic, bootstrap), committed)
+    audit = learner_read_of_run(cfg, config_id, bootstrap)
     print(f"learner read {audit}")
     assert read_without_gaps(audit), audit

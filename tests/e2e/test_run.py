@@ -8,8 +8,7 @@ from infra.platform.kafka_io import read_topic
 from infra.platform.settings import BrokerSettings
 from infra.compose.orchestrator import Orchestrator
 from infra.compose.run_config import RunConfig
-from learner.service import learner_group_id
-from tests.e2e.stored import committed_offsets, learner_read_audit, read_without_gaps
+from tests.e2e.stored import learner_read_of_run, read_without_gaps
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]  # starts its own broker
 
@@ -186,8 +185,6 @@ def test_sigkill_of_each_component_loses_and_doubles_nothing(crashed_run):
     print(f"killed at policy versions {killed}; restarts {summary['restarts']}; rows {counts}")
     assert counts["rollouts"] == counts["feedback"] == counts["advantages"] > 0, counts
     assert counts["rollouts"] == len(read_topic(cfg.topics.rollouts, bootstrap))
-    topic = cfg.topics.advantages(config_id)
-    committed = committed_offsets(learner_group_id(cfg.topics, config_id), topic, bootstrap)
-    audit = learner_read_audit(cfg.run_dir / "learner", read_topic(topic, bootstrap), committed)
+    audit = learner_read_of_run(cfg, config_id, bootstrap)
     print(f"learner read {audit}")
     assert read_without_gaps(audit), audit

@@ -19,8 +19,7 @@ from infra.compose.run_history import generator_id
 from infra.platform.broker import KafkaCluster
 from infra.platform.kafka_io import read_topic
 from infra.platform.settings import ClusterSettings
-from learner.service import learner_group_id
-from tests.e2e.stored import committed_offsets, learner_read_audit, read_without_gaps, stored_counts
+from tests.e2e.stored import learner_read_of_run, read_without_gaps, stored_counts
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]  # starts its own cluster
 
@@ -130,8 +129,6 @@ def test_a_worker_and_a_generator_killed_mid_run_lose_nothing(scaled_run):
     print(f"faults {faults}; restarts {summary['restarts']}; rows (all, distinct ids) {counts}; "
           f"duplicates in topics (extra, differing) {dupes}; rollouts per generator {dict(per_generator)}; "
           f"run {seconds:.0f}s")
-    topic = cfg.topics.advantages(config_id)
-    committed = committed_offsets(learner_group_id(cfg.topics, config_id), topic, bootstrap)
-    audit = learner_read_audit(cfg.run_dir / "learner", read_topic(topic, bootstrap), committed)
+    audit = learner_read_of_run(cfg, config_id, bootstrap)
     print(f"learner read {audit}")
     assert read_without_gaps(audit), audit

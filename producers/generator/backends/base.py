@@ -105,10 +105,10 @@ def policy_kind(location: str) -> Literal["adapter", "full"]:
 
 def write_merged_policy(base_dir: str | Path, location: str, out: str | Path) -> Path:
     """A Hugging Face folder at `out` holding the policy at `location` as plain float32 weights
-    and the base's tokenizer: the adapter merged into the base, or the full model copied. For
-    the engines that load weights from a folder (ctranslate2's converter, vLLM's in-place reload)."""
+    (no tokenizer): the adapter merged into the base, or the full model copied. For the engines
+    that load weights from a folder (ctranslate2's converter, vLLM's in-place reload)."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     if policy_kind(location) == "full":
         model = AutoModelForCausalLM.from_pretrained(location, dtype=torch.float32)
@@ -121,5 +121,4 @@ def write_merged_policy(base_dir: str | Path, location: str, out: str | Path) ->
         except (ValueError, KeyError, RuntimeError) as exc:
             raise PolicyLoadError(f"{location}: adapter does not fit the base {base_dir}: {exc}") from exc
     model.save_pretrained(out)
-    AutoTokenizer.from_pretrained(base_dir).save_pretrained(out)
     return Path(out)

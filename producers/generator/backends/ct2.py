@@ -154,6 +154,7 @@ class CTranslate2Backend:
         started = time.perf_counter()
         merged = self._work / f"hf-v{version}"
         write_merged_policy(self.base_dir, location, merged)
+        self.tokenizer.save_pretrained(merged)  # the converter reads the vocabulary from the folder
         engine_dir = convert(merged, self._work / f"ct2-v{version}", self.compute_type)
         shutil.rmtree(merged, ignore_errors=True)
         previous = self._engine_dir
