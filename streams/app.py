@@ -28,7 +28,7 @@ from streams.agents.liveness import install_liveness
 from streams.agents.reshape import HOPPING_TABLE, STATE_TABLE, TUMBLING_TABLE, install_reshape
 from streams.reshaping.config import ReshapingConfig
 from streams.settings import Evaluate, StreamSettings, ticks_topic_name
-from streams.transport import use_received_only_acks
+from streams.transport import use_at_least_once_transport
 
 if TYPE_CHECKING:  # Faust is imported only where an app is built: the replay never needs it
     import faust
@@ -97,7 +97,7 @@ def create_app(app_id: str, cfg: ReshapingConfig, bootstrap: str, data_dir: str 
         table_standby_replicas=settings.standby_replicas,
         web_enabled=False,
     )
-    use_received_only_acks(app)  # a record a stream skipped in a rebalance is read again, not committed
+    use_at_least_once_transport(app)  # a record skipped or thrown away in a rebalance is read again, not committed
     if "feedback" in settings.agents:
         install_feedback(app, settings, evaluate=evaluate, pool=pool)
     if "reshape" in settings.agents:

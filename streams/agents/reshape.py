@@ -82,6 +82,10 @@ class FaustFeed:
     def highwater(self, partition: int) -> int | None:
         return self.app.consumer.highwater(TP(self.feedback_topic, partition))
 
+    async def log_start(self, partition: int) -> int:
+        tp = TP(self.feedback_topic, partition)
+        return next(iter((await self.app.consumer.earliest_offsets(tp)).values()))
+
     async def rewind(self, partition: int, offset: int) -> None:
         # seek_wait, not seek: Faust's `seek` changes aiokafka's fetcher from this thread while
         # the consumer thread iterates the fetcher's records, which raised KeyError there

@@ -19,9 +19,10 @@ The stored state is the position: after a crash it is some state S the worker re
 with its offset A, and feedback after A must be reshaped from S. Feedback at or below A is
 skipped; if the consumer hands over a record beyond A + 1 (its committed offset ran ahead
 of the state, or records went missing in a rebalance) the agent rewinds the partition to
-A + 1 rather than skip anything. Reshaping from S is exactly what happened the first time
-(the advantages are a pure function of S and the log), so an advantage is at most
-re-emitted, with the same event id and the same values.
+A + 1 (the log start, for a state that has taken in nothing) rather than skip anything.
+Reshaping from S is exactly what happened the first time (the advantages are a pure
+function of S and the log), so an advantage is at most re-emitted, with the same event id
+and the same values.
 
 Group timeouts and the deadlines of normalisation batches use log time. Clock ticks
 (records of the ticks topic, co-partitioned with feedback) advance a partition's clock to
@@ -69,6 +70,9 @@ class Feed(Protocol):
 
     def highwater(self, partition: int) -> int | None:
         """The offset the next feedback record of ``partition`` will get (None: not known yet)."""
+
+    async def log_start(self, partition: int) -> int:
+        """The offset of the oldest feedback record of ``partition`` still in the log."""
 
     async def rewind(self, partition: int, offset: int) -> None:
         """Deliver ``partition`` again from ``offset``."""
@@ -167,11 +171,14 @@ class ReshapeAgent:
             return
         if reshaper.has_applied(record.offset):
             return
-        if reshaper.applied_offset >= 0 and record.offset > reshaper.applied_offset + 1:
+        if record.offset > reshaper.applied_offset + 1:
             # The stored state, not the consumer's committed offset, says where the
             # partition stands: records it has not taken in are read again, never skipped.
-            await self.rewind(reshaper, record.offset)
-            return
+            # A state that has taken in nothing starts at the log start.
+            resume = max(reshaper.applied_offset + 1, await self.feed.log_start(record.partition))
+            if record.offset > resume:
+                await self.rewind(reshaper, record.offset, resume)
+                return
         try:
             feedback = CODEC.decode(record.value, "Feedback")
         except DecodeError as exc:
@@ -186,10 +193,10 @@ class ReshapeAgent:
         highwater = self.feed.highwater(reshaper.partition)
         return highwater is not None and reshaper.applied_offset + 1 >= highwater
 
-    async def rewind(self, reshaper: PartitionReshaper, offset: int) -> None:
-        """Read the partition again from just after its stored state's offset. Records fetched
-        before the rewind still arrive and land here too; each rewinds again, which is harmless."""
-        resume = reshaper.applied_offset + 1
+    async def rewind(self, reshaper: PartitionReshaper, offset: int, resume: int) -> None:
+        """Read the partition again from ``resume``, the first record its stored state has not
+        taken in. Records fetched before the rewind still arrive and land here too; each rewinds
+        again, which is harmless."""
         if self.rewound_to.get(reshaper.partition) != resume:
             self.rewound_to[reshaper.partition] = resume
             log.warning("feedback partition %d: offset %d arrived, state covers up to %d; re-reading",

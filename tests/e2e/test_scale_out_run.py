@@ -49,6 +49,12 @@ def duplicates(events, key: str, ignore: frozenset[str] = frozenset()) -> tuple[
     return extra, differing
 
 
+def not_passed_on(inputs, outputs) -> list[tuple[int, int, str]]:
+    """(partition, offset, group id) of the input records whose rollout has no output record."""
+    done = {e.record["rollout_id"] for e in outputs}
+    return [(e.partition, e.offset, e.record["group_id"]) for e in inputs if e.record["rollout_id"] not in done]
+
+
 @pytest.fixture(scope="module")
 def scaled_run(tmp_path_factory):
     cfg = RunConfig(name=NAME, runs_dir=tmp_path_factory.mktemp("runs"), model="tiny", steps=STEPS, brokers=3,
@@ -109,16 +115,17 @@ def test_a_worker_and_a_generator_killed_mid_run_lose_nothing(scaled_run):
         by_generator = dict(store.query("SELECT generator_id, uniqExact(rollout_id) FROM rollouts "
                                         "GROUP BY generator_id").rows)
     distinct = {table: d for table, (_, d) in counts.items()}
-    assert distinct["rollouts"] == distinct["feedback"] == distinct["advantages"] > 0, counts
+    names = cfg.topics
+    rollouts = read_topic(names.rollouts, bootstrap)
+    feedback = read_topic(names.feedback, bootstrap)
+    advantages = read_topic(names.advantages(config_id), bootstrap)
+    assert distinct["rollouts"] == distinct["feedback"] == distinct["advantages"] > 0, (
+        counts, not_passed_on(rollouts, feedback), not_passed_on(feedback, advantages))
     assert set(by_generator) == {generator_id(NAME, 0), generator_id(NAME, 1)}, by_generator
     assert dead == 0
     # a retried write may land twice in a topic: then only as the same record. A rollout the
     # killed worker had evaluated but not committed is evaluated again: its second feedback
     # keeps the id and the outcome, only the measured run times differ.
-    names = cfg.topics
-    rollouts = read_topic(names.rollouts, bootstrap)
-    feedback = read_topic(names.feedback, bootstrap)
-    advantages = read_topic(names.advantages(config_id), bootstrap)
     runtimes = frozenset({"runtime_ms"})
     dupes = {"rollouts": duplicates(rollouts, "rollout_id"),
              "feedback": duplicates(feedback, "rollout_id", runtimes),

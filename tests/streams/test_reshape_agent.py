@@ -4,6 +4,7 @@ processing guarantee of streams/agents/reshape_agent.py, step by step."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -30,6 +31,7 @@ class MemoryFeed:
     def __init__(self):
         self.log: dict[int, list[bytes]] = {}
         self.rewinds: list[tuple[int, int]] = []
+        self.start: dict[int, int] = {}  # partition -> log start, 0 unless set (retention)
 
     def append(self, partition: int, record: dict, log_ms: int) -> LogRecord:
         values = self.log.setdefault(partition, [])
@@ -38,6 +40,9 @@ class MemoryFeed:
 
     def highwater(self, partition: int) -> int | None:
         return len(self.log.get(partition, []))
+
+    async def log_start(self, partition: int) -> int:
+        return self.start.get(partition, 0)
 
     async def rewind(self, partition: int, offset: int) -> None:
         self.rewinds.append((partition, offset))
@@ -140,6 +145,25 @@ def test_a_record_beyond_the_stored_offset_rewinds_instead_of_skipping():
     assert feed.rewinds == [(0, 1)] and emitter.on(ADVANTAGES) == []
     process(agent, records[1:])
     assert len(emitter.on(ADVANTAGES)) == 3
+
+
+def test_a_state_that_has_taken_in_nothing_starts_at_the_log_start():
+    agent, feed, emitter, store = driver()
+    members = group("g", [0.0, 0.5, 1.0])
+    records = [feed.append(0, fb, log_ms=i) for i, fb in enumerate(members)]
+    process(agent, records[1:])  # offset 0 was thrown away in a rebalance, the consumer moved on
+    assert set(feed.rewinds) == {(0, 0)} and emitter.on(ADVANTAGES) == []  # each record beyond rewinds
+    process(agent, records)
+    assert len(emitter.on(ADVANTAGES)) == 3
+
+
+def test_records_removed_from_the_log_are_not_waited_for():
+    agent, feed, emitter, store = driver()
+    members = group("g", [0.0, 0.5, 1.0])
+    records = [feed.append(0, fb, log_ms=i) for i, fb in enumerate(members)]
+    feed.start[0] = 1  # retention removed offset 0 before any worker read it
+    process(agent, records[1:])
+    assert feed.rewinds == [] and json.loads(store.states[0])["applied_offset"] == 2  # from the log start on
 
 
 def test_a_tick_times_out_a_group_only_once_the_partition_is_caught_up():
