@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dis
+import warnings
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -65,10 +66,12 @@ def executable_lines(code: str) -> frozenset[int]:
     bytecode after the function's RESUME (the prologue before it, on the `def` line, raises no
     line event). Docstrings, `global`, `else:` and `finally:` lines hold no bytecode; a
     one-line `def f(x): return x` keeps its line. Empty for code that does not compile."""
-    try:
-        module = compile(code, "<candidate>", "exec")
-    except COMPILE_ERRORS:
-        return frozenset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the candidate's SyntaxWarnings are not the worker's to log
+        try:
+            module = compile(code, "<candidate>", "exec")
+        except COMPILE_ERRORS:
+            return frozenset()
     lines: set[int] = set()
     for function in function_codes(module):
         resume = next((i.offset for i in dis.get_instructions(function) if i.opname == "RESUME"), -1)

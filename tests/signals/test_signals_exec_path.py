@@ -89,3 +89,8 @@ def test_tracer_apis_are_found(code):
 ])
 def test_ordinary_and_unparsable_code_uses_no_tracer(code):
     assert not uses_tracer(code)
+
+
+def test_a_candidates_syntax_warnings_stay_out_of_the_worker_log(recwarn):
+    assert executable_lines("def f(x):\n    return (1)(x)\n") == frozenset({2})  # 'int' is not callable
+    assert not [w for w in recwarn if issubclass(w.category, SyntaxWarning)]
