@@ -40,11 +40,12 @@ class AtLeastOnceConsumer(Consumer):
         # only the agents' partitions: changelogs (acks off) are positioned by table recovery
         never_committed = [tp for tp in self.assignment()
                            if self.app.topics.acks_enabled_for(tp.topic) and not self._committed_offset.get(tp)]
+        unknown = [tp for tp in never_committed if tp not in self.log_start]
+        if unknown:  # asked once: Faust calls this in a loop while flow is off
+            self.log_start.update({TP(tp.topic, tp.partition): offset
+                                   for tp, offset in (await self.earliest_offsets(*unknown)).items()})
         if never_committed:
-            starts = {TP(tp.topic, tp.partition): offset
-                      for tp, offset in (await self.earliest_offsets(*never_committed)).items()}
-            self.log_start.update(starts)
-            await self.seek_wait(starts)
+            await self.seek_wait({tp: self.log_start[tp] for tp in never_committed})
 
     def next_to_read(self, tp: TP) -> int | None:
         """The offset a commit must start from: the committed one, else the log start."""
