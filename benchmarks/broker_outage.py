@@ -83,6 +83,9 @@ def main() -> None:
         finally:
             os.kill(os.getpid(), signal.SIGINT)  # the run stops as on Ctrl-C
 
+    # Python leaves SIGINT ignored when it starts so (a job started in the background by a
+    # shell, or under nohup): the stop above would then never reach the run
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=measure, daemon=True).start()
     summary = orchestrator.run(progress=False)
     names = list(windows)

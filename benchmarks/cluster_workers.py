@@ -92,12 +92,19 @@ def end_offsets(probe: Consumer, topic: str) -> int:
 
 
 def outcomes(bootstrap: str, topic: str) -> dict[str, int]:
-    """Feedback records by outcome: every candidate evaluated (`wrong_answer`, `syntax`, `none`),
-    none an environment failure (a task that did not reach the worker in time, a sandbox error)."""
+    """Rollouts by the outcome of their feedback: every candidate evaluated (`wrong_answer`,
+    `syntax`, `none`), none an environment failure (a task that did not reach the worker in
+    time, a sandbox error); `copies`: records of a rollout already counted (a rollout a worker
+    evaluated again after a rebalance, as at-least-once delivery allows)."""
     from collections import Counter
 
-    return dict(Counter("environment_failure" if e.record["environment_failure"] else e.record["error_kind"]
-                        for e in read_topic(topic, bootstrap)))
+    first: dict[str, dict] = {}
+    copies = 0
+    for event in read_topic(topic, bootstrap):
+        copies += event.record["rollout_id"] in first
+        first.setdefault(event.record["rollout_id"], event.record)
+    counts = Counter("environment_failure" if r["environment_failure"] else r["error_kind"] for r in first.values())
+    return dict(counts, copies=copies)
 
 
 def feedback_rate(bootstrap: str, tmp: Path, workers: int, rollouts: int, sandbox_workers: int,

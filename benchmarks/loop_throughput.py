@@ -96,9 +96,12 @@ def time_llama_cpp(code: list[str], params: SamplingParams, threads: int) -> dic
             "rollouts_per_min": round(len(texts) * params.n * 60 / seconds, 1)}
 
 
-def vllm_alone(args, model_dir: Path, prompts: list[list[int]], params: SamplingParams) -> tuple[dict, list] | None:
+def vllm_alone(args, model_dir: Path, prompts: list[list[int]], params: SamplingParams,
+               env: dict[str, str] | None = None) -> tuple[dict, list] | None:
     """The vLLM backend timed like the others, in the interpreter that has vLLM (this script
-    run again there with --vllm-alone); None when no such interpreter is installed."""
+    run again there with --vllm-alone, with `env` added to its environment); None when no
+    such interpreter is installed."""
+    import os
     import subprocess
 
     from infra.platform.vllm_env import VllmEnvironmentMissing, generator_python
@@ -113,7 +116,7 @@ def vllm_alone(args, model_dir: Path, prompts: list[list[int]], params: Sampling
         job = Path(tmp) / "job.json"
         job.write_text(json.dumps({"model_dir": str(model_dir), "prompts": prompts, "params": params.model_dump(),
                                    "per_call": args.groups_per_call, "threads": args.threads}))
-        subprocess.run([python, __file__, "--vllm-alone", str(job)], check=True)
+        subprocess.run([python, __file__, "--vllm-alone", str(job)], check=True, env={**os.environ, **(env or {})})
         done = json.loads(job.read_text())
     started = done.pop("engine_start_s")
     groups = [[Sample(**s) for s in group] for group in done.pop("groups")]
