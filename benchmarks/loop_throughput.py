@@ -115,7 +115,8 @@ def vllm_alone(args, model_dir: Path, prompts: list[list[int]], params: Sampling
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp) / "job.json"
         job.write_text(json.dumps({"model_dir": str(model_dir), "prompts": prompts, "params": params.model_dump(),
-                                   "per_call": args.groups_per_call, "threads": args.threads}))
+                                   "per_call": args.groups_per_call, "threads": args.threads,
+                                   "kv_cache_gib": getattr(args, "kv_cache_gib", 1)}))
         subprocess.run([python, __file__, "--vllm-alone", str(job)], check=True, env={**os.environ, **(env or {})})
         done = json.loads(job.read_text())
     started = done.pop("engine_start_s")
@@ -131,7 +132,7 @@ def vllm_alone_here(job_path: str) -> None:
 
     job = json.loads(Path(job_path).read_text())
     start = time.perf_counter()
-    backend = VLLMBackend(job["model_dir"], threads=job["threads"])
+    backend = VLLMBackend(job["model_dir"], threads=job["threads"], kv_cache_gib=job["kv_cache_gib"])
     started = time.perf_counter() - start
     figures, groups = time_backend(backend, job["prompts"], SamplingParams(**job["params"]), job["per_call"])
     Path(job_path).write_text(json.dumps(dict(figures, engine_start_s=started,

@@ -19,6 +19,7 @@ import glob
 import json
 import statistics
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable as a plain script
@@ -40,6 +41,42 @@ def torch_libgomp() -> str:
     return found[0]
 
 
+@dataclass(frozen=True)
+class EngineSetting:
+    """One way to start vLLM's CPU engine: its threads (0 leaves them unbound), its KV cache
+    and extra environment for the process."""
+
+    threads: int = 0
+    kv_cache_gib: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def measure_in_turn(settings: dict[str, EngineSetting], model_dir: Path, prompts: list[list[int]],
+                    params: SamplingParams, groups_per_call: int, rounds: int) -> dict[str, float]:
+    """Each setting in a fresh process, the settings taken in turn (A B A B ...); prints every
+    measurement, then medians and ratios against the first setting, the baseline. Returns the
+    median tokens/s of each."""
+    runs: dict[str, list[dict]] = {name: [] for name in settings}
+    for round_ in range(rounds):
+        for name, setting in settings.items():
+            job = argparse.Namespace(groups_per_call=groups_per_call, threads=setting.threads,
+                                     kv_cache_gib=setting.kv_cache_gib)
+            measured = vllm_alone(job, model_dir, prompts, params, env=setting.env)
+            if measured is None:
+                raise SystemExit("vLLM is not installed here (bash infra/vllm_cpu/setup.sh)")
+            figures, _ = measured
+            runs[name].append(figures)
+            print(f"  round {round_ + 1} {name:22s} {json.dumps(figures)}", flush=True)
+    baseline = next(iter(settings))
+    medians = {name: statistics.median(f["tokens_per_s"] for f in figures) for name, figures in runs.items()}
+    print(f"\nmedians, ratios against {baseline} (the baseline of this run):")
+    for name, figures in runs.items():
+        start_s = statistics.median(f["engine_start_s"] for f in figures)
+        print(f"  {name:22s} {medians[name]:7.1f} tokens/s  x{medians[name] / medians[baseline]:.2f}"
+              f"   engine start {start_s:.1f} s", flush=True)
+    return medians
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=8, help="corpus prompts per setting")
@@ -57,25 +94,11 @@ def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     prompts = [render_prompt(tokenizer, c) for c in corpus_functions(args.prompts, args.seed)]
     params = SamplingParams(n=args.k, temperature=1.0, max_new_tokens=args.max_new_tokens, seed=0)
-    settings = {"nobind": (0, {}),
-                f"bind 0-{args.cores - 1}": (args.cores, {}),
-                f"bind 0-{args.cores - 1} + libgomp": (args.cores, {"LD_PRELOAD": torch_libgomp()})}
-    runs: dict[str, list[dict]] = {name: [] for name in settings}
-    for round_ in range(args.rounds):
-        for name, (threads, env) in settings.items():
-            job = argparse.Namespace(groups_per_call=args.groups_per_call, threads=threads)
-            measured = vllm_alone(job, model_dir, prompts, params, env=env)
-            if measured is None:
-                raise SystemExit("vLLM is not installed here (bash infra/vllm_cpu/setup.sh)")
-            figures, _ = measured
-            runs[name].append(figures)
-            print(f"  round {round_ + 1} {name:22s} {json.dumps(figures)}", flush=True)
-    base = statistics.median(f["tokens_per_s"] for f in runs["nobind"])
-    print("\nmedians, ratios against nobind (the baseline of this run):")
-    for name, figures in runs.items():
-        tokens_s = statistics.median(f["tokens_per_s"] for f in figures)
-        start_s = statistics.median(f["engine_start_s"] for f in figures)
-        print(f"  {name:22s} {tokens_s:7.1f} tokens/s  x{tokens_s / base:.2f}   engine start {start_s:.1f} s")
+    bound = f"bind 0-{args.cores - 1}"
+    settings = {"nobind": EngineSetting(),
+                bound: EngineSetting(threads=args.cores),
+                f"{bound} + libgomp": EngineSetting(threads=args.cores, env={"LD_PRELOAD": torch_libgomp()})}
+    measure_in_turn(settings, model_dir, prompts, params, args.groups_per_call, args.rounds)
 
 
 if __name__ == "__main__":

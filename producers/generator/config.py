@@ -43,7 +43,8 @@ class GeneratorConfig(BaseModel):
     )
     vllm_kv_cache_gib: int = Field(
         1, ge=1, description="vLLM on a CPU: memory for its KV cache in GiB (VLLM_CPU_KVCACHE_SPACE). SmolLM2-135M "
-        "in bf16 keeps 23 kB a token (30 layers x 3 KV heads x 64 x K and V x 2 bytes): 1 GiB holds 46k tokens."
+        "in bf16 keeps 23 kB a token (30 layers x 3 KV heads x 64 x K and V x 2 bytes): 1 GiB holds 46k tokens, "
+        "twenty times what one call of the run's shape needs; 4 GiB sampled no faster (README, KV cache)."
     )
     vllm_max_model_len: int = Field(
         2048, ge=64, description="vLLM: the longest prompt plus completion it schedules, in tokens."
