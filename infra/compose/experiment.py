@@ -436,31 +436,48 @@ def write_report(cfg: ExperimentConfig) -> dict:
     return results
 
 
-def plot_curves(cfg: ExperimentConfig, path: Path) -> Path:
-    """Pass rate (raw reward) and reshaped reward by policy version, per arm, from each run's curve.csv."""
+def plot_curves(cfg: ExperimentConfig, path: Path, smooth: int = 5) -> Path:
+    """Pass rate (raw reward) and reshaped reward by policy version, per arm: each seed's
+    points faint, and the mean over the seeds that reached a version as a line, a centred
+    rolling mean over `smooth` versions (one step's 4 groups are too few to read alone)."""
     import csv
 
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     for i, arm in enumerate(cfg.arms):
-        for seed in cfg.seeds:
-            curve = cfg.unit_dir(Unit(arm, seed)) / "curve.csv"
-            if not curve.exists():
+        for ax, key in zip(axes, ("pass_rate", "reward_enhanced")):
+            by_version: dict[int, list[float]] = {}
+            seeds = 0
+            for seed in cfg.seeds:
+                curve = cfg.unit_dir(Unit(arm, seed)) / "curve.csv"
+                if not curve.exists():
+                    continue
+                seeds += 1
+                rows = list(csv.DictReader(curve.open()))
+                versions = [int(r["policy_version"]) for r in rows]
+                values = [float(r[key]) for r in rows]
+                ax.plot(versions, values, "o", color=f"C{i}", alpha=0.2, markersize=3)
+                for version, value in zip(versions, values):
+                    by_version.setdefault(version, []).append(value)
+            if not by_version:
                 continue
-            rows = list(csv.DictReader(curve.open()))
-            versions = [int(r["policy_version"]) for r in rows]
-            for ax, key in zip(axes, ("pass_rate", "reward_enhanced")):
-                ax.plot(versions, [float(r[key]) for r in rows], marker="o", color=f"C{i}", alpha=0.8,
-                        label=arm if seed == cfg.seeds[0] else None)
+            versions = sorted(by_version)
+            means = np.array([np.mean(by_version[v]) for v in versions])
+            window = min(smooth, len(means))
+            padded = np.pad(means, (window // 2, window - 1 - window // 2), mode="edge")
+            ax.plot(versions, np.convolve(padded, np.ones(window) / window, mode="valid"), color=f"C{i}",
+                    linewidth=2, label=f"{arm} ({seeds} seed{'s' if seeds > 1 else ''})")
     for ax, title in zip(axes, ("training pass rate (raw reward)", "reshaped reward (reward_enhanced)")):
         ax.set_title(title)
         ax.set_xlabel("policy version (= learner step)")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
+    fig.suptitle(f"points: one seed's step; lines: mean over seeds, rolling mean of {smooth} versions", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
