@@ -137,12 +137,25 @@ def experiment(config: Path = typer.Option(..., exists=True, dir_okay=False,
                                            help="ExperimentConfig YAML (presets/)"),
                report_only: bool = typer.Option(False, "--report-only",
                                                 help="only rebuild results.json/.md, replay, audit and curves "
-                                                     "from the committed per-run results")) -> None:
+                                                     "from the committed per-run results"),
+               rerun: Optional[str] = typer.Option(None, "--rerun", metavar="ARM:SEED",
+                                                   help="train and evaluate one committed run again, into "
+                                                        "<name>-rerun/, and say how close the two came")) -> None:
     """Bring every run (arm x seed) to complete: skip finished ones, resume cut ones, redo lost
     ones; each is evaluated and its results written as soon as it has trained. Then the tables."""
-    from infra.compose.experiment import ExperimentConfig, run_experiment, write_report
+    from infra.compose.experiment import ExperimentConfig, rerun as rerun_unit, run_experiment, write_report
+    from infra.compose.experiment_rerun import agreement_markdown
 
     cfg = ExperimentConfig.from_yaml(config)
+    if rerun:
+        arm, _, seed = rerun.rpartition(":")
+        if not arm or not seed.isdigit():
+            raise typer.BadParameter(f"--rerun takes ARM:SEED (e.g. raw-ds:0), got {rerun!r}")
+        try:
+            typer.echo(agreement_markdown(rerun_unit(cfg, arm, int(seed))))
+        except ValueError as exc:
+            _fail(exc)
+        return
     if report_only:
         write_report(cfg)
     else:

@@ -45,6 +45,7 @@ from infra.compose.experiment_plan import (BASE, MANIFEST, Action, RunFolder, Un
 from infra.compose.experiment_results import (HEADLINE, audit_markdown, curve_csv, load_reports,  # noqa: F401
                                               paired_markdown, paired_table, primary_table, results_markdown,
                                               results_table, run_rows, runs_markdown, unit_folder_name)
+from infra.compose.experiment_rerun import agreement_markdown, rerun_agreement
 from producers.evaluation.converters import EVAL_SETS, select_tasks
 
 
@@ -361,6 +362,31 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True, steps: UnitStep
         if progress:
             print(f"[experiment] {unit_folder_name(unit, cfg.shared_base)}: {action}", flush=True)
     return write_report(cfg)
+
+
+def rerun_config(cfg: ExperimentConfig, arm: str, seed: int) -> ExperimentConfig:
+    """The experiment `<name>-rerun` that holds one run of `cfg` again: the same arm, seed,
+    corpus and evaluation, in its own folder and under its own run name."""
+    if arm not in cfg.arms or seed not in cfg.seeds:
+        raise ValueError(f"{cfg.name} has no run {arm} seed {seed}: arms {list(cfg.arms)}, seeds {cfg.seeds}")
+    return cfg.model_copy(update={"name": f"{cfg.name}-rerun", "arms": {arm: cfg.arms[arm]}, "seeds": [seed],
+                                  "evaluate_base": False,
+                                  "analysis": cfg.analysis.model_copy(update={"primary": []})})
+
+
+def rerun(cfg: ExperimentConfig, arm: str, seed: int, progress: bool = True, steps: UnitSteps | None = None) -> dict:
+    """Train and evaluate one committed run again (resumable like any unit), then write how
+    close the two came (agreement.json, agreement.md in the re-run's folder)."""
+    unit = Unit(arm, seed)
+    again = rerun_config(cfg, arm, seed)
+    if not folder_manifest_intact(cfg.unit_dir(unit)):
+        raise ValueError(f"{cfg.unit_dir(unit)} holds no complete results: the run to compare with comes first")
+    steps = steps or real_steps(again, progress)
+    do_unit(again, unit, steps)
+    agreement = rerun_agreement(cfg.unit_dir(unit), again.unit_dir(unit), cfg.eval.sets, cfg.analysis.resamples)
+    (again.dir / "agreement.json").write_text(json.dumps(agreement, indent=2) + "\n")
+    (again.dir / "agreement.md").write_text(agreement_markdown(agreement))
+    return agreement
 
 
 # --- the experiment's tables, from the results folders alone ---------------------------------

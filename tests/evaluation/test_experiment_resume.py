@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.compose.experiment import (ExperimentConfig, UnitSteps, run_experiment, run_name, unit_action,
+from infra.compose.experiment import (ExperimentConfig, UnitSteps, rerun, run_experiment, run_name, unit_action,
                                       write_report)
 from infra.compose.experiment_plan import (BASE, RunFolder, Unit, decide, folder_manifest_intact, manifest_intact,
                                            manifest_of, order_units)
@@ -205,3 +205,35 @@ def test_a_partial_primary_family_is_adjusted_as_strictly_as_the_whole_one():
     assert row["mcnemar"]["p_value"] == pytest.approx(2 / 2**10)  # 10 discordant, all one way
     assert row["holm_p_value"] == pytest.approx(4 * 2 / 2**10)  # the smallest of a family of 4
     assert (row["family_size"], row["family_complete"], row["rejected_at_alpha"]) == (4, False, True)
+
+
+def test_a_rerun_trains_one_committed_run_again_in_its_own_folder_and_measures_agreement(cfg):
+    with pytest.raises(ValueError, match="no complete results"):
+        rerun(cfg, "full", 0, progress=False, steps=FakeSteps().steps())
+    run_experiment(cfg, progress=False, steps=FakeSteps().steps())
+    with pytest.raises(ValueError, match="no run"):
+        rerun(cfg, "raw", 0, progress=False, steps=FakeSteps().steps())
+
+    again = FakeSteps()
+    agreement = rerun(cfg, "full", 0, progress=False, steps=again.steps())
+    assert again.trained == [("exp-rerun-full-s0", False)]  # one run, under its own name; no base
+    assert [name for name, _ in again.evaluated] == ["exp-rerun-full-s0"]
+    folder = cfg.out_dir / "exp-rerun"
+    assert json.loads((folder / "agreement.json").read_text()) == agreement
+    assert "| validation |" in (folder / "agreement.md").read_text()
+    # the committed experiment is untouched
+    assert all(unit_action(cfg, u) == "complete" for u in cfg.units())
+    # the fake policy's outcomes depend on the adapter's path, so the re-run differs from the
+    # committed run on some tasks: the counts must say exactly where
+    for set_name, tasks in TASKS.items():
+        committed = json.loads((cfg.unit_dir(Unit("full", 0)) / "eval" / f"{set_name}.json").read_text())
+        redone = json.loads((folder / "results" / "full-s0" / "eval" / f"{set_name}.json").read_text())
+        a = {c["task_id"]: c["passed"] for c in committed["candidates"]}
+        b = {c["task_id"]: c["passed"] for c in redone["candidates"]}
+        s = agreement["sets"][set_name]
+        assert s["tasks"] == len(tasks)
+        assert s["same_greedy_outcome_share"] == round(sum(a[t] == b[t] for t in a) / len(a), 4)
+        assert s["mcnemar"] == {"only_committed": sum(a[t] and not b[t] for t in a),
+                                "only_rerun": sum(b[t] and not a[t] for t in a), "p_value": s["mcnemar"]["p_value"]}
+        assert s["within_noise"] == (s["difference"]["low"] <= 0 <= s["difference"]["high"])
+    assert agreement["training"]["committed"]["pass_rate"] == 0.25
