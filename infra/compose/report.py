@@ -13,6 +13,17 @@ LEARNER_COLUMNS = ["step", "policy_version", "num_samples", "num_tokens", "dropp
                    "loss/entropy", "tokens_per_s"]
 
 
+def learner_reports(reports: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+    """The learner's step reports, in the order they were made, one per step it took: a step
+    redone after a crash (the same step number, reported again) keeps its last report. A batch
+    whose every record was stale trains nothing and reports the step count it left unchanged,
+    so it keeps a row of its own after the step it followed and never stands in for that step."""
+    kept: dict[tuple[int, bool], dict] = {}
+    for step, values in reports:
+        kept[(step, bool(values.get("num_samples", 0)))] = values
+    return [(step, values) for (step, _), values in sorted(kept.items(), key=lambda kv: (kv[0][0], not kv[0][1]))]
+
+
 def loop_throughput(started_ms: int, rollouts: int, groups: int, first_ms: int | None, last_ms: int | None,
                     tokens: int) -> dict:
     """How fast the loop made rollouts: the delay to the first one after the command started,
@@ -53,27 +64,26 @@ def write_run_report(report_dir: Path, store_url: str, config_id: str, run_dir: 
             "SELECT count(), uniqExact(group_id), toUnixTimestamp64Milli(min(event_time)), "
             "toUnixTimestamp64Milli(max(event_time)), sum(length(completion_token_ids)) FROM rollouts FINAL").rows[0]
         drift = _drift_reports(store, config_id, report_dir)
-    rows = {}
-    for step, values in learner:  # a step redone after a crash: the last report wins
-        rows[step] = {k: values.get(k, "") for k in LEARNER_COLUMNS if k != "step"} | {"step": step}
+    reports = learner_reports(learner)
+    rows = [{k: values.get(k, "") for k in LEARNER_COLUMNS if k != "step"} | {"step": step}
+            for step, values in reports]
     with open(report_dir / "learner_metrics.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=LEARNER_COLUMNS)
         writer.writeheader()
-        writer.writerows(rows[s] for s in sorted(rows))
-    _plot_learner(report_dir / "learner.png", [rows[s] for s in sorted(rows)])
-    last_step = {step: values for step, values in learner}  # a redone step: the last report wins
+        writer.writerows(rows)
+    _plot_learner(report_dir / "learner.png", rows)
     summary = {
         "config_id": config_id, "seconds": round(seconds, 1), "interrupted": interrupted,
         "restarts": dict(restarts or {}),  # component -> times restarted after a crash
-        "learner_steps": max(rows) if rows else 0,
+        "learner_steps": max((step for step, _ in reports), default=0),
         "policy_version": int(published or 0),  # the newest version the learner published
         "rows": counts,
         # the compute (every rollout sampled) beside what the learner trained on: dynamic
         # sampling drops uniform groups, stale records are dropped too
         "rollouts": {"generated": int(made[0]), "groups_generated": int(made[1]),
-                     "trained": int(sum(v.get("num_samples", 0) for v in last_step.values())),
+                     "trained": int(sum(v.get("num_samples", 0) for _, v in reports)),
                      "groups_dropped_uniform": int(max((v.get("groups_dropped_uniform", 0)
-                                                        for v in last_step.values()), default=0))},
+                                                        for _, v in reports), default=0))},
         "by_policy_version": [{"policy_version": v, "rollouts": n, "pass_rate": round(raw, 4),
                                "reward_enhanced": round(enh, 4), "advantage_mean": round(adv, 4)}
                               for v, n, raw, enh, adv in by_version],
