@@ -450,15 +450,12 @@ def plot_curves(cfg: ExperimentConfig, path: Path, smooth: int = 5) -> Path:
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     for i, arm in enumerate(cfg.arms):
+        paths = [cfg.unit_dir(Unit(arm, seed)) / "curve.csv" for seed in cfg.seeds]
+        curves = [list(csv.DictReader(path.read_text().splitlines())) for path in paths if path.exists()]
+        label = f"{arm} ({len(curves)} seed{'s' if len(curves) > 1 else ''})"
         for ax, key in zip(axes, ("pass_rate", "reward_enhanced")):
             by_version: dict[int, list[float]] = {}
-            seeds = 0
-            for seed in cfg.seeds:
-                curve = cfg.unit_dir(Unit(arm, seed)) / "curve.csv"
-                if not curve.exists():
-                    continue
-                seeds += 1
-                rows = list(csv.DictReader(curve.open()))
+            for rows in curves:
                 versions = [int(r["policy_version"]) for r in rows]
                 values = [float(r[key]) for r in rows]
                 ax.plot(versions, values, "o", color=f"C{i}", alpha=0.2, markersize=3)
@@ -471,7 +468,7 @@ def plot_curves(cfg: ExperimentConfig, path: Path, smooth: int = 5) -> Path:
             window = min(smooth, len(means))
             padded = np.pad(means, (window // 2, window - 1 - window // 2), mode="edge")
             ax.plot(versions, np.convolve(padded, np.ones(window) / window, mode="valid"), color=f"C{i}",
-                    linewidth=2, label=f"{arm} ({seeds} seed{'s' if seeds > 1 else ''})")
+                    linewidth=2, label=label)
     for ax, title in zip(axes, ("training pass rate (raw reward)", "reshaped reward (reward_enhanced)")):
         ax.set_title(title)
         ax.set_xlabel("policy version (= learner step)")

@@ -14,7 +14,7 @@ LEARNER_COLUMNS = ["step", "policy_version", "num_samples", "num_tokens", "dropp
 
 
 def learner_reports(reports: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
-    """The learner's step reports, in the order they were made, one per step it took: a step
+    """The learner's step reports in step order, one per step it took: a step
     redone after a crash (the same step number, reported again) keeps its last report. A batch
     whose every record was stale trains nothing and reports the step count it left unchanged,
     so it keeps a row of its own after the step it followed and never stands in for that step."""
